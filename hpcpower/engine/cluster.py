@@ -1,0 +1,225 @@
+"""Cluster mechanics: node power states, gang allocation, exact energy.
+
+The cluster knows *how* things happen, never what should happen: it applies
+state changes that policies asked for, refuses illegal ones loudly, and
+integrates time per state at every change, so energy is exact (time × watts).
+
+State lives in arrays indexed by node id (``state``, ``since``,
+``time_in_state_s``) and in one set per state, so that policies can ask
+"which nodes are idle" without scanning every node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import simpy
+
+from hpcpower.engine.node import Node
+from hpcpower.errors import IllegalTransition
+from hpcpower.platform import STATE_LABELS, TRANSITIONS, NodeState, Platform
+
+SLEEPING = int(NodeState.SLEEPING)
+SWITCHING_ON = int(NodeState.SWITCHING_ON)
+IDLE = int(NodeState.IDLE)
+COMPUTING = int(NodeState.COMPUTING)
+SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
+_LEGAL = frozenset((int(a), int(b)) for a, b in TRANSITIONS)
+
+
+class Cluster:
+    """All nodes of a platform, their states, and what they have consumed.
+
+    Args:
+        env: The simulation's SimPy environment.
+        platform: Node types and power model.
+        rng: Generator for transition durations (a child stream of the
+            simulation's seed, so policies do not shift the workload).
+        initial_state: ``NodeState.IDLE`` (default, as in the paper) or
+            ``NodeState.SLEEPING``.
+        on_transition_end: Called with the node id when a switch-on or
+            switch-off ends (the simulation uses it to call the controller).
+
+    Read-only for policies: ``state``, ``since``, ``idle``, ``sleeping``,
+    ``switching_on``, ``switching_off``, ``job_on``, ``transition_end_s``.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        platform: Platform,
+        rng: np.random.Generator,
+        *,
+        initial_state: NodeState = NodeState.IDLE,
+        on_transition_end: Callable[[int], None] | None = None,
+    ) -> None:
+        if initial_state not in (NodeState.IDLE, NodeState.SLEEPING):
+            raise ValueError("initial_state must be IDLE or SLEEPING")
+        self.env = env
+        self.platform = platform
+        self.rng = rng
+        n = platform.n_nodes
+        self.n_nodes = n
+        self.power_w = platform.power_matrix()
+        self.state = np.full(n, int(initial_state), dtype=np.int8)
+        self.since = np.full(n, env.now, dtype=float)
+        self.time_in_state_s = np.zeros((n, 5), dtype=float)
+        #: Job id on each node, -1 when none.
+        self.job_on = np.full(n, -1, dtype=np.int64)
+        #: Drawn end of the transition in progress (nan when none). Policies
+        #: should plan with the mean duration; this is the mechanics' truth.
+        self.transition_end_s = np.full(n, np.nan)
+        types = [platform.node_type(i) for i in range(n)]
+        self.switch_on_mean_s = np.array([t.switch_on.mean_s for t in types])
+        self.switch_off_mean_s = np.array([t.switch_off.mean_s for t in types])
+        self.speed = np.array([t.speed for t in types])
+        self._on_models = [t.switch_on for t in types]
+        self._off_models = [t.switch_off for t in types]
+        all_nodes = set(range(n))
+        self.idle: set[int] = all_nodes if initial_state == NodeState.IDLE else set()
+        self.sleeping: set[int] = all_nodes.copy() if initial_state == NodeState.SLEEPING else set()
+        self.switching_on: set[int] = set()
+        self.switching_off: set[int] = set()
+        self._members = {
+            IDLE: self.idle,
+            SLEEPING: self.sleeping,
+            SWITCHING_ON: self.switching_on,
+            SWITCHING_OFF: self.switching_off,
+        }
+        self.counts = [0, 0, 0, 0, 0]
+        self.counts[int(initial_state)] = n
+        self.switch_ons = 0
+        self.switch_offs = 0
+        #: One row per timed transition: (node, to_state, start_s, end_s).
+        self.transition_log: list[tuple[int, int, float, float]] = []
+        self._on_transition_end = on_transition_end
+        self.nodes = [Node(self, i) for i in range(n)]
+
+    # ------------------------------------------------------------------ state
+    def _move(self, node: int, new: int) -> None:
+        now = self.env.now
+        old = int(self.state[node])
+        if (old, new) not in _LEGAL:
+            raise IllegalTransition(
+                f"node {node} cannot go from {STATE_LABELS[old]} to {STATE_LABELS[new]} "
+                f"at t={now:g} s"
+            )
+        self.time_in_state_s[node, old] += now - self.since[node]
+        self.since[node] = now
+        self.state[node] = new
+        self.counts[old] -= 1
+        self.counts[new] += 1
+        members = self._members.get(old)
+        if members is not None:
+            members.discard(node)
+        members = self._members.get(new)
+        if members is not None:
+            members.add(node)
+
+    def _move_many(self, nodes: np.ndarray, old: int, new: int) -> None:
+        now = self.env.now
+        self.time_in_state_s[nodes, old] += now - self.since[nodes]
+        self.since[nodes] = now
+        self.state[nodes] = new
+        k = len(nodes)
+        self.counts[old] -= k
+        self.counts[new] += k
+        members = self._members.get(old)
+        if members is not None:
+            members.difference_update(nodes.tolist())
+        members = self._members.get(new)
+        if members is not None:
+            members.update(nodes.tolist())
+
+    # --------------------------------------------------------------- commands
+    def switch_on(self, node: int) -> float:
+        """Start waking a sleeping node; returns the drawn duration in seconds."""
+        self._check(node, SLEEPING, "switch on")
+        self._move(node, SWITCHING_ON)
+        duration = self._on_models[node].sample(self.rng)
+        self._begin_transition(node, SWITCHING_ON, duration)
+        self.switch_ons += 1
+        return duration
+
+    def switch_off(self, node: int) -> float:
+        """Start powering down an idle node; returns the drawn duration in seconds."""
+        self._check(node, IDLE, "switch off")
+        self._move(node, SWITCHING_OFF)
+        duration = self._off_models[node].sample(self.rng)
+        self._begin_transition(node, SWITCHING_OFF, duration)
+        self.switch_offs += 1
+        return duration
+
+    def _begin_transition(self, node: int, kind: int, duration: float) -> None:
+        now = self.env.now
+        self.transition_end_s[node] = now + duration
+        self.transition_log.append((node, kind, now, now + duration))
+        self.nodes[node].command.succeed(duration)
+
+    def _transition_done(self, node: int) -> None:
+        new = IDLE if self.state[node] == SWITCHING_ON else SLEEPING
+        self._move(node, new)
+        self.transition_end_s[node] = np.nan
+        if self._on_transition_end is not None:
+            self._on_transition_end(node)
+
+    def allocate(self, job_id: int, nodes: Iterable[int]) -> np.ndarray:
+        """Put idle ``nodes`` to work on ``job_id``; all must be idle and distinct."""
+        gang = np.fromiter(nodes, dtype=np.intp)
+        if len(gang) == 0:
+            raise IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
+        states = self.state[gang]
+        if (states != IDLE).any():
+            bad = int(gang[np.argmax(states != IDLE)])
+            raise IllegalTransition(
+                f"job {job_id} cannot start on node {bad}: it is "
+                f"{STATE_LABELS[self.state[bad]]}, not idle, at t={self.env.now:g} s"
+            )
+        if len(np.unique(gang)) != len(gang):
+            raise IllegalTransition(f"job {job_id}: node list has duplicates: {gang.tolist()}")
+        self._move_many(gang, IDLE, COMPUTING)
+        self.job_on[gang] = job_id
+        return gang
+
+    def release(self, job_id: int, gang: np.ndarray) -> None:
+        """Return a finished job's nodes to idle."""
+        self._move_many(gang, COMPUTING, IDLE)
+        self.job_on[gang] = -1
+
+    def _check(self, node: int, expected: int, action: str) -> None:
+        if not 0 <= node < self.n_nodes:
+            raise IllegalTransition(f"cannot {action} node {node}: no such node")
+        if self.state[node] != expected:
+            raise IllegalTransition(
+                f"cannot {action} node {node}: it is {STATE_LABELS[self.state[node]]}, "
+                f"not {STATE_LABELS[expected]}, at t={self.env.now:g} s"
+            )
+
+    # ---------------------------------------------------------------- energy
+    def close_books(self, until: float | None = None) -> None:
+        """Account time in the current state of every node up to ``until`` (default now)."""
+        now = self.env.now if until is None else until
+        idx = np.arange(self.n_nodes)
+        self.time_in_state_s[idx, self.state] += now - self.since
+        self.since[:] = now
+
+    def energy_j(self) -> np.ndarray:
+        """Joules per state summed over nodes, as accounted so far (length 5)."""
+        return (self.time_in_state_s * self.power_w).sum(axis=0)
+
+    # ------------------------------------------------------------- reading
+    def describe_node(self, node: int) -> str:
+        """One line about a node: state, since when, job."""
+        state = STATE_LABELS[self.state[node]]
+        text = f"<Node {node}: {state} since t={self.since[node]:g} s"
+        if self.job_on[node] >= 0:
+            text += f", job {self.job_on[node]}"
+        if not np.isnan(self.transition_end_s[node]):
+            text += f", until t={self.transition_end_s[node]:g} s"
+        return text + ">"
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{c} {STATE_LABELS[s]}" for s, c in enumerate(self.counts) if c)
+        return f"<Cluster {self.platform.name} at t={self.env.now:g} s: {parts}>"
+

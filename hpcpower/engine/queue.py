@@ -1,0 +1,86 @@
+"""The waiting queue and the table of running jobs.
+
+The queue keeps jobs in arrival order and, at the same time, in SNF order
+(requested nodes, requested time, arrival id) in a sorted list, so that both
+FCFS and SNF policies read their order without sorting at every pass.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcpower.workload.job import Job
+
+
+def snf_key(job: Job) -> tuple[int, float, int]:
+    """SNF priority: fewest requested nodes, then shortest walltime, then arrival."""
+    return (job.res, job.reqtime_s, job.id)
+
+
+class JobQueue:
+    """Waiting jobs, readable in arrival (FCFS) order and in SNF order."""
+
+    def __init__(self) -> None:
+        self._fcfs: dict[int, Job] = {}
+        self._snf_keys: list[tuple[int, float, int]] = []
+        self._snf_jobs: list[Job] = []
+
+    def push(self, job: Job) -> None:
+        """Add an arrived job."""
+        self._fcfs[job.id] = job
+        key = snf_key(job)
+        i = bisect.bisect(self._snf_keys, key)
+        self._snf_keys.insert(i, key)
+        self._snf_jobs.insert(i, job)
+
+    def remove(self, job: Job) -> None:
+        """Take a job out (it starts)."""
+        del self._fcfs[job.id]
+        i = bisect.bisect_left(self._snf_keys, snf_key(job))
+        del self._snf_keys[i]
+        del self._snf_jobs[i]
+
+    def __contains__(self, job: Job) -> bool:
+        return job.id in self._fcfs
+
+    def __len__(self) -> int:
+        return len(self._fcfs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._fcfs.values())
+
+    def fcfs(self) -> list[Job]:
+        """Jobs in arrival order."""
+        return list(self._fcfs.values())
+
+    def snf(self) -> list[Job]:
+        """Jobs in SNF order (a copy)."""
+        return list(self._snf_jobs)
+
+    def __repr__(self) -> str:
+        head = ", ".join(f"{j.id}({j.res}n)" for j in list(self._fcfs.values())[:8])
+        more = "…" if len(self) > 8 else ""
+        return f"<JobQueue {len(self)} waiting: {head}{more}>"
+
+
+@dataclass(slots=True)
+class Running:
+    """A started job: when it started and on which nodes.
+
+    ``finish_s`` is set by the engine when the job ends; policies must not
+    read it before (it would reveal the actual runtime).
+    """
+
+    job: Job
+    start_s: float
+    nodes: np.ndarray
+    finish_s: float = float("nan")
+
+    @property
+    def expected_end_s(self) -> float:
+        """Start plus requested walltime: what a scheduler may assume."""
+        return self.start_s + self.job.reqtime_s

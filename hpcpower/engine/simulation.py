@@ -1,0 +1,354 @@
+"""The simulation: a SimPy environment, the cluster, arriving jobs, the controller.
+
+Processes:
+
+* one **node** process per node (timed switch-on / switch-off);
+* one **arrival** process that submits jobs at their submit times;
+* one **job** process per started job, holding its gang of nodes for its
+  duration and releasing it at the end;
+* the **controller**: every scheduler event (arrival, completion, end of a
+  transition, a wake-up the policy asked for) requests a controller pass at the
+  current instant. The pass is scheduled at a priority below every mechanical
+  event, so it runs once, after all events of that instant, and sees their
+  combined effect. Mechanical events of one instant commute (each only adds a
+  job to the queue or moves a node to a resting state), so their order cannot
+  change a result. The controller's decision is applied as: job starts, then
+  switch-offs, then switch-ons (the authors' order); see
+  ``docs/background/event-order.md``.
+
+The run ends at the instant the last job finishes (or is rejected); energy is
+integrated up to that instant.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.core import EmptySchedule
+
+from hpcpower.engine.cluster import Cluster
+from hpcpower.engine.queue import JobQueue, Running
+from hpcpower.errors import PolicyError
+from hpcpower.platform import NodeState, Platform
+from hpcpower.policies.base import Decision, Policy, SystemView
+from hpcpower.workload.job import Job, Workload
+
+#: SimPy orders same-time events by priority (URGENT 0, NORMAL 1). The
+#: controller pass uses a lower priority so it follows every event of its instant.
+CONTROLLER_PRIORITY = 2
+
+
+class Simulation:
+    """One simulated run of a workload on a platform under a policy.
+
+    Args:
+        platform: The cluster description.
+        workload: The jobs to run (a :class:`Workload` or a list of jobs).
+        policy: The controller.
+        seed: Seed of the simulation's generator; transition durations use a
+            child stream, so the seed fixes them independently of the policy.
+        initial_state: ``"idle"`` (default, as in the paper) or ``"sleeping"``.
+        kill_at_walltime: End jobs at their requested time instead of letting
+            them overrun (the paper lets them run their actual runtime).
+        config: Extra configuration copied into the results.
+    """
+
+    def __init__(
+        self,
+        platform: Platform,
+        workload: Workload | list[Job],
+        policy: Policy,
+        *,
+        seed: int = 0,
+        initial_state: str = "idle",
+        kill_at_walltime: bool = False,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(workload, Workload):
+            workload = Workload(list(workload), source="jobs")
+        self.platform = platform
+        self.workload = workload
+        self.policy = policy
+        self.seed = seed
+        self.kill_at_walltime = kill_at_walltime
+        self.initial_state = initial_state
+        self.extra_config = dict(config or {})
+        self.env = simpy.Environment()
+        streams = np.random.SeedSequence(seed).spawn(2)
+        self.rng_transitions = np.random.default_rng(streams[0])
+        self.rng_policy = np.random.default_rng(streams[1])
+        try:
+            start_state = NodeState[initial_state.upper()]
+        except KeyError:
+            raise PolicyError(
+                f"initial_state must be 'idle' or 'sleeping', got {initial_state!r}"
+            ) from None
+        self.cluster = Cluster(
+            self.env,
+            platform,
+            self.rng_transitions,
+            initial_state=start_state,
+            on_transition_end=lambda node: self._wake("transition"),
+        )
+        self.queue = JobQueue()
+        self.running: dict[int, Running] = {}
+        n = len(workload.jobs)
+        self.start_s = np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.gangs: list[np.ndarray | None] = [None] * n
+        self.rejected: dict[int, str] = {}
+        self.decisions: list[dict[str, Any]] = []
+        self.last_decision: Decision | None = None
+        self.passes = 0
+        self.finished = False
+        self.end_s: float | None = None
+        self._done_count = 0
+        self._triggers: set[str] = {"start"}
+        self._arrived: list[Job] = []
+        self._completed: list[Running] = []
+        self._pass_pending = False
+        self._calls: list[float] = []
+        self._call_set: set[float] = set()
+        self._first = True
+        self._state_rows: list[tuple[float, int, int, int, int, int]] = []
+        self._progress: Callable[[int], None] | None = None
+        self._view = SystemView(0.0, self.cluster, self.queue, self.running)
+        self._all_done = self.env.event()
+        policy.reset(self.cluster)
+        self.env.process(self._arrivals())
+        self._request_pass()
+        if n == 0:
+            self._finish()
+
+    # ----------------------------------------------------------- processes
+    def _arrivals(self):
+        env = self.env
+        n_nodes = self.cluster.n_nodes
+        for job in self.workload.jobs:
+            if job.submit_s > env.now:
+                yield env.timeout(job.submit_s - env.now)
+            if job.res > n_nodes:
+                self.rejected[job.id] = (
+                    f"requests {job.res} nodes, the platform has {n_nodes}"
+                )
+                self._account_done()
+                continue
+            self.queue.push(job)
+            self._arrived.append(job)
+            self._wake("arrival")
+
+    def _job(self, record: Running, duration: float):
+        yield self.env.timeout(duration)
+        now = self.env.now
+        job = record.job
+        self.cluster.release(job.id, record.nodes)
+        record.finish_s = now
+        self.finish_s[job.id] = now
+        del self.running[job.id]
+        self._completed.append(record)
+        self._wake("completion")
+        self._account_done()
+
+    def _account_done(self) -> None:
+        self._done_count += 1
+        if self._progress is not None:
+            self._progress(self._done_count)
+        if self._done_count == len(self.workload.jobs):
+            self._finish()
+
+    def _finish(self) -> None:
+        self.finished = True
+        self.end_s = self.env.now
+        self.cluster.close_books()
+        self._record_states()
+        if not self._all_done.triggered:
+            self._all_done.succeed()
+
+    # ---------------------------------------------------------- controller
+    def _wake(self, trigger: str) -> None:
+        self._triggers.add(trigger)
+        self._request_pass()
+
+    def _request_pass(self) -> None:
+        if self._pass_pending or self.finished:
+            return
+        self._pass_pending = True
+        event = simpy.Event(self.env)
+        event._ok = True
+        event._value = None
+        event.callbacks.append(self._pass)
+        self.env.schedule(event, priority=CONTROLLER_PRIORITY)
+
+    def _timer(self, at: float) -> None:
+        if at in self._call_set:
+            return
+        self._call_set.add(at)
+        heapq.heappush(self._calls, at)
+        timeout = self.env.timeout(at - self.env.now)
+        timeout.callbacks.append(self._timer_fired)
+
+    def _timer_fired(self, _event) -> None:
+        now = self.env.now
+        while self._calls and self._calls[0] <= now:
+            self._call_set.discard(heapq.heappop(self._calls))
+        self._wake("wakeup")
+
+    def _pass(self, _event) -> None:
+        self._pass_pending = False
+        if self.finished:
+            return
+        view = self._view
+        view.now = self.env.now
+        view.triggers = frozenset(self._triggers)
+        view.arrived = self._arrived
+        view.completed = self._completed
+        view.first = self._first
+        self._triggers = set()
+        self._arrived = []
+        self._completed = []
+        self._first = False
+        decision = self.policy.decide(view)
+        self.passes += 1
+        self.last_decision = decision
+        self._apply(decision)
+        if decision.note is not None:
+            self.decisions.append(decision.note)
+        self._record_states()
+
+    def _apply(self, decision: Decision) -> None:
+        now = self.env.now
+        cluster = self.cluster
+        for job, nodes in decision.start:
+            if job not in self.queue:
+                raise PolicyError(
+                    f"{self.policy.name}: asked to start job {job.id}, which is not waiting, "
+                    f"at t={now:g} s"
+                )
+            if len(nodes) != job.res:
+                raise PolicyError(
+                    f"{self.policy.name}: job {job.id} needs {job.res} nodes, "
+                    f"was given {len(nodes)} at t={now:g} s"
+                )
+            gang = cluster.allocate(job.id, nodes)
+            self.queue.remove(job)
+            record = Running(job, now, gang)
+            self.running[job.id] = record
+            self.start_s[job.id] = now
+            self.gangs[job.id] = gang
+            duration = job.runtime_s
+            if self.kill_at_walltime:
+                duration = min(duration, job.reqtime_s)
+            slowest = float(cluster.speed[gang].min())
+            if slowest != 1.0:
+                duration /= slowest
+            self.env.process(self._job(record, duration))
+        for node in decision.switch_off:
+            cluster.switch_off(node)
+        for node in decision.switch_on:
+            cluster.switch_on(node)
+        for at in decision.call_at:
+            if at > now:
+                self._timer(at)
+
+    def _record_states(self) -> None:
+        counts = self.cluster.counts
+        row = (self.env.now, *counts)
+        rows = self._state_rows
+        if rows and rows[-1][0] == row[0]:
+            rows[-1] = row
+        elif not rows or rows[-1][1:] != row[1:]:
+            rows.append(row)
+
+    # -------------------------------------------------------------- running
+    @property
+    def now(self) -> float:
+        """Current simulated time in seconds."""
+        return self.env.now
+
+    def run(self, until: float | None = None, *, progress: bool = False):
+        """Run to the end (returns :class:`~hpcpower.results.Results`) or to ``until``.
+
+        Args:
+            until: Stop at this simulated time (returns ``None``); call again
+                to continue.
+            progress: Show a progress bar of finished jobs.
+        """
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(self.workload.jobs), unit="job", desc=self.policy.name)
+            step = max(1, len(self.workload.jobs) // 200)
+
+            def tick(done: int) -> None:
+                if done % step == 0 or done == len(self.workload.jobs):
+                    bar.n = done
+                    bar.refresh()
+
+            self._progress = tick
+        try:
+            if until is not None:
+                if until > self.env.now and not self.finished:
+                    self.env.run(until=until)
+                return None
+            if not self.finished:
+                step = self.env.step
+                try:
+                    while not self.finished:
+                        step()
+                except EmptySchedule:
+                    pass
+                if not self.finished:
+                    raise PolicyError(
+                        f"{self.policy.name}: the simulation stalled at t={self.env.now:g} s "
+                        f"with {len(self.queue)} jobs waiting and nothing scheduled"
+                    )
+        finally:
+            if bar is not None:
+                bar.close()
+                self._progress = None
+        return self.results()
+
+    def step(self) -> Decision | None:
+        """Advance to the end of the next controller pass and return its decision."""
+        passes = self.passes
+        while self.passes == passes and not self.finished:
+            try:
+                self.env.step()
+            except EmptySchedule:
+                break
+        return self.last_decision if self.passes != passes else None
+
+    def results(self):
+        """The results so far (complete once the run has finished)."""
+        from hpcpower.results.records import Results
+
+        return Results.from_simulation(self)
+
+    def config(self) -> dict[str, Any]:
+        """The full configuration of this run."""
+        from hpcpower import __version__
+
+        return {
+            "platform": self.platform.name,
+            "n_nodes": self.platform.n_nodes,
+            "workload": self.workload.source,
+            "jobs": len(self.workload.jobs),
+            "policy": self.policy.config(),
+            "seed": self.seed,
+            "initial_state": self.initial_state,
+            "kill_at_walltime": self.kill_at_walltime,
+            "version": __version__,
+            **self.extra_config,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"<Simulation t={self.env.now:g} s, {self.policy.name} on {self.platform.name}: "
+            f"{len(self.queue)} waiting, {len(self.running)} running, "
+            f"{self._done_count}/{len(self.workload.jobs)} done>"
+        )

@@ -1,0 +1,175 @@
+"""The policy interface: what a controller sees and what it may decide.
+
+A policy is an object with a ``decide(view) -> Decision`` method. It reads a
+:class:`SystemView` (read-only: never mutate its sets or arrays) and returns
+which queued jobs start on which nodes, which nodes switch on or off now, and
+when it wants to be called again. The engine applies the decision through the
+cluster's mechanics and refuses anything illegal with a :class:`PolicyError`.
+
+Most policies are a queue policy (which jobs start, and a plan for the rest)
+combined with a power manager (which nodes sleep or wake); see
+:class:`Combined`. A controller that decides both at once (SNF-ICON)
+implements :class:`Policy` directly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcpower.engine.cluster import Cluster
+from hpcpower.engine.queue import JobQueue, Running
+from hpcpower.workload.job import Job
+
+
+@dataclass
+class SystemView:
+    """What a policy sees at one controller pass.
+
+    Attributes:
+        now: Simulated time in seconds.
+        cluster: Node states and the sets ``idle``, ``sleeping``,
+            ``switching_on``, ``switching_off`` (read-only).
+        queue: Waiting jobs, in arrival order and in SNF order.
+        running: Running jobs by id, with start time and nodes.
+        triggers: Why this pass runs: any of ``"start"``, ``"arrival"``,
+            ``"completion"``, ``"transition"``, ``"wakeup"``.
+        arrived: Jobs that arrived since the previous pass.
+        completed: Jobs that finished since the previous pass.
+        first: True on the first pass of the simulation.
+    """
+
+    now: float
+    cluster: Cluster
+    queue: JobQueue
+    running: dict[int, Running]
+    triggers: frozenset[str] = frozenset()
+    arrived: list[Job] = field(default_factory=list)
+    completed: list[Running] = field(default_factory=list)
+    first: bool = False
+
+
+@dataclass
+class Planned:
+    """A queued job's place in a policy's plan.
+
+    Attributes:
+        job: The queued job.
+        start_s: Planned start time (``now`` for jobs starting in this pass).
+        nodes: The nodes it is planned on.
+    """
+
+    job: Job
+    start_s: float
+    nodes: Sequence[int]
+
+
+@dataclass
+class Decision:
+    """A policy's answer at one pass; the engine applies it in this order.
+
+    Attributes:
+        start: Jobs to start now, each with exactly ``job.res`` idle nodes.
+        switch_off: Idle nodes to power down now.
+        switch_on: Sleeping nodes to wake now.
+        call_at: Future times at which the policy wants another pass.
+        plan: The policy's plan for queued jobs (informative).
+        note: Diagnostics for the decision log (a flat dict of scalars).
+    """
+
+    start: list[tuple[Job, Sequence[int]]] = field(default_factory=list)
+    switch_off: list[int] = field(default_factory=list)
+    switch_on: list[int] = field(default_factory=list)
+    call_at: list[float] = field(default_factory=list)
+    plan: list[Planned] = field(default_factory=list)
+    note: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        starts = ", ".join(f"job {j.id} on {len(n)} nodes" for j, n in self.start) or "none"
+        return (
+            f"<Decision start: {starts}; switch on {len(self.switch_on)}, "
+            f"off {len(self.switch_off)}; call at {sorted(self.call_at)[:3]}>"
+        )
+
+
+class Policy(ABC):
+    """A controller: called at every scheduler event with a view of the system."""
+
+    name: str = "policy"
+
+    def reset(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook
+        """Prepare for a new simulation on ``cluster`` (called once, before time 0)."""
+
+    @abstractmethod
+    def decide(self, view: SystemView) -> Decision:
+        """Return what to do now."""
+
+    def config(self) -> dict[str, Any]:
+        """The policy's settings, copied into every result."""
+        return {"name": self.name}
+
+
+class QueuePolicy(ABC):
+    """Chooses which queued jobs start now and plans the others."""
+
+    name: str = "queue"
+
+    @abstractmethod
+    def schedule(self, view: SystemView, timeout_s: float | None) -> list[Planned]:
+        """Plan every queued job it can; entries with ``start_s == view.now`` start now.
+
+        Args:
+            view: The system at this pass.
+            timeout_s: The power manager's idle timeout, so that node choice
+                can weigh the energy a node would spend idle before the start.
+        """
+
+    def config(self) -> dict[str, Any]:
+        """The policy's settings."""
+        return {"queue": self.name}
+
+
+class PowerManager(ABC):
+    """Chooses which nodes sleep and wake, given the queue policy's plan."""
+
+    name: str = "power"
+    timeout_s: float | None = None
+
+    def reset(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook
+        """Prepare for a new simulation."""
+
+    @abstractmethod
+    def manage(self, view: SystemView, plan: list[Planned], decision: Decision) -> None:
+        """Fill ``decision.switch_on``, ``switch_off`` and ``call_at``."""
+
+    def config(self) -> dict[str, Any]:
+        """The manager's settings."""
+        return {"power": self.name, "timeout_s": self.timeout_s}
+
+
+class Combined(Policy):
+    """A queue policy and a power manager working as one controller."""
+
+    def __init__(self, queue: QueuePolicy, power: PowerManager, name: str | None = None) -> None:
+        self.queue_policy = queue
+        self.power = power
+        self.name = name or f"{queue.name}+{power.name}"
+
+    def reset(self, cluster: Cluster) -> None:
+        """Reset the power manager."""
+        self.power.reset(cluster)
+
+    def decide(self, view: SystemView) -> Decision:
+        """Plan the queue, start what starts now, then manage power around the plan."""
+        plan = self.queue_policy.schedule(view, self.power.timeout_s)
+        now = view.now
+        decision = Decision(plan=plan)
+        decision.start = [(p.job, p.nodes) for p in plan if p.start_s <= now]
+        self.power.manage(view, plan, decision)
+        return decision
+
+    def config(self) -> dict[str, Any]:
+        """Name plus both parts' settings."""
+        return {"name": self.name, **self.queue_policy.config(), **self.power.config()}

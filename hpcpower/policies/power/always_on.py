@@ -1,0 +1,21 @@
+"""The reference power manager: every node stays on, nothing is ever switched."""
+
+from __future__ import annotations
+
+from hpcpower.policies.base import Decision, Planned, PowerManager, SystemView
+
+
+class AlwaysOn(PowerManager):
+    """Keep every node powered; sleeping nodes (if a scenario starts them asleep) wake when needed."""
+
+    name = "always-on"
+
+    def manage(self, view: SystemView, plan: list[Planned], decision: Decision) -> None:
+        """Wake sleeping nodes the plan uses; never switch anything off."""
+        sleeping = view.cluster.sleeping
+        if not sleeping:
+            return
+        wake: set[int] = set()
+        for planned in plan:
+            wake.update(n for n in planned.nodes if n in sleeping)
+        decision.switch_on.extend(sorted(wake))

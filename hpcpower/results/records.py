@@ -1,0 +1,240 @@
+"""Results of a run: job records, node transitions, state counts, and the summary.
+
+Everything here is computed from the records the engine kept; nothing is
+maintained on the side. Field-by-field definitions are in
+``docs/reference/results.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpcpower.platform import STATE_LABELS
+
+if TYPE_CHECKING:
+    from hpcpower.engine.simulation import Simulation
+
+#: Bounded-slowdown threshold (seconds): runtimes below it count as this long.
+BSLD_TAU_S = 10.0
+
+
+@dataclass
+class Results:
+    """What a run produced.
+
+    Attributes:
+        jobs: Column arrays, one entry per submitted job (see :meth:`job_table`).
+        allocations: Allocated node ids per job (``None`` if it never started).
+        rejected: Reason per rejected job id.
+        transitions: Rows ``(node, to_state, start_s, end_s)`` of every switch-on
+            (``to_state`` = switching_on) and switch-off.
+        state_counts: Rows ``(time_s, sleeping, switching_on, idle, computing,
+            switching_off)`` each time the counts changed.
+        time_in_state_s: Seconds per (node, state).
+        energy_by_state_j: Joules per state, summed over nodes.
+        node_energy_j: Joules per (node, state).
+        decisions: The controller's decision log (one dict per logged pass).
+        summary: The summary of SPEC §3 (what ``summary.json`` holds).
+        config: The full configuration of the run.
+    """
+
+    jobs: dict[str, np.ndarray]
+    allocations: list[np.ndarray | None]
+    rejected: dict[int, str]
+    transitions: list[tuple[int, int, float, float]]
+    state_counts: list[tuple[float, int, int, int, int, int]]
+    time_in_state_s: np.ndarray
+    energy_by_state_j: np.ndarray
+    node_energy_j: np.ndarray
+    decisions: list[dict[str, Any]]
+    config: dict[str, Any]
+    end_s: float
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_simulation(cls, sim: Simulation) -> Results:
+        """Collect the records of ``sim`` (closing its books if it has not ended)."""
+        jobs = sim.workload.jobs
+        end = sim.end_s if sim.end_s is not None else sim.env.now
+        tis = sim.cluster.time_in_state_s.copy()
+        if not sim.finished:
+            # Account the open intervals without touching the live cluster.
+            idx = np.arange(sim.cluster.n_nodes)
+            tis[idx, sim.cluster.state] += end - sim.cluster.since
+        node_energy = tis * sim.cluster.power_w
+        table = {
+            "job_id": np.array([j.id for j in jobs], dtype=np.int64),
+            "name": np.array([j.name for j in jobs], dtype=object),
+            "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
+            "res": np.array([j.res for j in jobs], dtype=np.int64),
+            "reqtime_s": np.array([j.reqtime_s for j in jobs], dtype=float),
+            "runtime_s": np.array([j.runtime_s for j in jobs], dtype=float),
+            "start_s": sim.start_s.copy(),
+            "finish_s": sim.finish_s.copy(),
+        }
+        state = np.full(len(jobs), "waiting", dtype=object)
+        state[~np.isnan(table["start_s"])] = "running"
+        state[~np.isnan(table["finish_s"])] = "completed"
+        for job_id in sim.rejected:
+            state[job_id] = "rejected"
+        table["state"] = state
+        results = cls(
+            jobs=table,
+            allocations=list(sim.gangs),
+            rejected=dict(sim.rejected),
+            transitions=list(sim.cluster.transition_log),
+            state_counts=list(sim._state_rows),
+            time_in_state_s=tis,
+            energy_by_state_j=node_energy.sum(axis=0),
+            node_energy_j=node_energy,
+            decisions=list(sim.decisions),
+            config=sim.config(),
+            end_s=float(end),
+        )
+        results.summary = results._summarise(sim)
+        return results
+
+    # ------------------------------------------------------------- summary
+    def _summarise(self, sim: Simulation) -> dict[str, Any]:
+        t = self.jobs
+        done = t["state"] == "completed"
+        wait = (t["start_s"] - t["submit_s"])[done]
+        run = (t["finish_s"] - t["start_s"])[done]
+        bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
+        n_nodes = sim.cluster.n_nodes
+        span = self.end_s
+        energy = {label: float(self.energy_by_state_j[s]) for s, label in enumerate(STATE_LABELS)}
+        total = float(self.energy_by_state_j.sum())
+        computing_s = float(self.time_in_state_s[:, 3].sum())
+        first_submit = float(t["submit_s"].min()) if len(t["submit_s"]) else 0.0
+        last_finish = float(np.nanmax(t["finish_s"])) if done.any() else first_submit
+
+        def stat(fn, values) -> float:
+            return float(fn(values)) if len(values) else math.nan
+
+        mean_wait = stat(np.mean, wait)
+        icon_share = _icon_share(self.decisions, span)
+        return {
+            "jobs_submitted": int(len(t["job_id"])),
+            "jobs_completed": int(done.sum()),
+            "jobs_rejected": int(len(self.rejected)),
+            "jobs_unfinished": int(len(t["job_id"]) - done.sum() - len(self.rejected)),
+            "mean_wait_s": mean_wait,
+            "mean_wait_min": mean_wait / 60.0,
+            "median_wait_s": stat(np.median, wait),
+            "p95_wait_s": stat(lambda v: np.percentile(v, 95), wait),
+            "max_wait_s": stat(np.max, wait),
+            "mean_bounded_slowdown": stat(np.mean, bsld),
+            "makespan_s": last_finish - first_submit,
+            "simulated_span_s": span,
+            "utilization": computing_s / (n_nodes * span) if span > 0 else math.nan,
+            "energy_j": energy,
+            "total_energy_j": total,
+            "wasted_energy_j": total - energy["computing"],
+            "wasted_energy_mwh": (total - energy["computing"]) / 3.6e9,
+            "switch_ons": int(sim.cluster.switch_ons),
+            "switch_offs": int(sim.cluster.switch_offs),
+            "decisions": int(sim.passes),
+            "icon_time_fraction": icon_share,
+            "config": self.config,
+            "version": self.config.get("version"),
+        }
+
+    # -------------------------------------------------------------- tables
+    def job_table(self) -> dict[str, np.ndarray]:
+        """Per-job columns, with wait, turnaround, slowdown and bounded slowdown."""
+        t = dict(self.jobs)
+        t["wait_s"] = t["start_s"] - t["submit_s"]
+        t["turnaround_s"] = t["finish_s"] - t["submit_s"]
+        run = t["finish_s"] - t["start_s"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t["slowdown"] = t["turnaround_s"] / run
+        t["bounded_slowdown"] = np.maximum(t["turnaround_s"] / np.maximum(run, BSLD_TAU_S), 1.0)
+        t["reason"] = np.array([self.rejected.get(int(i), "") for i in t["job_id"]], dtype=object)
+        t["nodes"] = np.array(
+            [" ".join(map(str, a.tolist())) if a is not None else "" for a in self.allocations],
+            dtype=object,
+        )
+        return t
+
+    def node_intervals(self) -> list[tuple[int, str, float, float, int]]:
+        """Every node's state intervals ``(node, state, start_s, end_s, job_id)``.
+
+        Derived from job allocations and the transition log; whatever is left
+        between them is idle or sleeping.
+        """
+        n = self.time_in_state_s.shape[0]
+        per_node: list[list[tuple[float, float, str, int]]] = [[] for _ in range(n)]
+        t = self.jobs
+        for job_id, gang in enumerate(self.allocations):
+            if gang is None:
+                continue
+            start = t["start_s"][job_id]
+            finish = t["finish_s"][job_id]
+            finish = self.end_s if np.isnan(finish) else finish
+            for node in gang.tolist():
+                per_node[node].append((start, finish, "computing", job_id))
+        for node, kind, start, end in self.transitions:
+            per_node[node].append((start, min(end, self.end_s), STATE_LABELS[kind], -1))
+        rows: list[tuple[int, str, float, float, int]] = []
+        initial = self.config.get("initial_state") or "idle"
+        for node, spans in enumerate(per_node):
+            spans.sort(key=lambda s: (s[0], s[1]))
+            resting = initial
+            clock = 0.0
+            for start, end, label, job_id in spans:
+                if start > clock:
+                    rows.append((node, resting, clock, start, -1))
+                if end > start or label == "computing":
+                    rows.append((node, label, start, end, job_id))
+                if label == "switching_on":
+                    resting = "idle"
+                elif label == "switching_off":
+                    resting = "sleeping"
+                clock = max(clock, end)
+            if clock < self.end_s:
+                rows.append((node, resting, clock, self.end_s, -1))
+        return rows
+
+    def to_pandas(self, what: str = "jobs"):
+        """A table as a pandas DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
+        import pandas as pd
+
+        if what == "jobs":
+            return pd.DataFrame(self.job_table())
+        if what == "nodes":
+            return pd.DataFrame(
+                self.node_intervals(), columns=["node", "state", "start_s", "end_s", "job_id"]
+            )
+        if what == "states":
+            return pd.DataFrame(self.state_counts, columns=["time_s", *STATE_LABELS])
+        if what == "decisions":
+            return pd.DataFrame(self.decisions)
+        raise ValueError(f"unknown table {what!r}: use jobs, nodes, states or decisions")
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"<Results {s.get('jobs_completed')}/{s.get('jobs_submitted')} jobs, "
+            f"mean wait {s.get('mean_wait_s', math.nan) / 60:.2f} min, "
+            f"wasted {s.get('wasted_energy_j', math.nan) / 3.6e9:.3f} MWh>"
+        )
+
+
+def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
+    """Share of simulated time during which the last pass was in ICON mode.
+
+    ``None`` when the policy logs no mode (it is not an ICON controller).
+    """
+    moded = [(d["time_s"], d["mode"]) for d in decisions if "mode" in d]
+    if not moded or span <= 0:
+        return None
+    total = 0.0
+    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)]):
+        if mode == "icon":
+            total += max(0.0, min(t1, span) - t0)
+    return total / span

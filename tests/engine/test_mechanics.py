@@ -1,0 +1,116 @@
+"""Hand-computed mechanics: exact times and joules under scripted decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpcpower.engine.simulation import Simulation
+from hpcpower.errors import IllegalTransition, PolicyError
+from tests.conftest import Scripted, job, tiny_platform
+
+
+def test_switch_cycle_and_job_energy_by_hand():
+    """2 nodes (200/100/10/150/120 W; on 100 s, off 50 s).
+
+    t=0: job 0 (1 node, 300 s) starts on node 0; node 1 switched off (50 s).
+    t=50: node 1 asleep. t=200: node 1 switched on, idle at t=300.
+    t=300: job 0 ends; that is the last job, so the run ends at 300 s.
+    node 0: computing 300 s -> 60 000 J.
+    node 1: switching_off 50 s (6 000 J), sleeping 150 s (1 500 J),
+            switching_on 100 s (15 000 J).
+    """
+    sim = Simulation(
+        tiny_platform(2),
+        [job(0, 0, 1, 300)],
+        Scripted({0.0: {"start": [(0, [0])], "off": [1]}, 200.0: {"on": [1]}}),
+    )
+    res = sim.run()
+    e = res.summary["energy_j"]
+    assert res.summary["simulated_span_s"] == 300.0
+    assert e == {
+        "sleeping": 1500.0,
+        "switching_on": 15000.0,
+        "idle": 0.0,
+        "computing": 60000.0,
+        "switching_off": 6000.0,
+    }
+    assert res.summary["total_energy_j"] == 82500.0
+    assert res.summary["wasted_energy_j"] == 22500.0
+    assert res.summary["switch_ons"] == 1 and res.summary["switch_offs"] == 1
+    assert res.transitions == [(1, 4, 0.0, 50.0), (1, 1, 200.0, 300.0)]
+    assert res.summary["utilization"] == pytest.approx(0.5)
+
+
+def test_a_stalled_run_is_reported():
+    sim = Simulation(
+        tiny_platform(3),
+        [job(0, 0, 2, 120), job(1, 10, 1, 40)],
+        Scripted({0.0: {"start": [(0, [0, 1])], "off": [2]}, 10.0: {}, 60.0: {"on": [2]}}),
+    )
+    with pytest.raises(PolicyError):
+        # job 1 is never started by the script: the run stalls loudly.
+        sim.run()
+
+
+def test_job_waits_for_wakeup_exact_times():
+    """1 node starting asleep; job (1 node, 60 s) arrives at t=10; node woken at 10.
+
+    Ready at 110, job runs 110..170. Wait = 100 s.
+    Energy: sleeping 10 s (100 J), switching_on 100 s (15 000 J), computing 60 s (12 000 J).
+    """
+    script = {0.0: {}, 10.0: {"on": [0]}, 110.0: {"start": [(0, [0])]}}
+    sim = Simulation(tiny_platform(1), [job(0, 10, 1, 60)], Scripted(script), initial_state="sleeping")
+    res = sim.run()
+    t = res.job_table()
+    assert t["start_s"][0] == 110.0 and t["finish_s"][0] == 170.0 and t["wait_s"][0] == 100.0
+    assert res.energy_by_state_j.tolist() == [100.0, 15000.0, 0.0, 12000.0, 0.0]
+
+
+def test_illegal_requests_name_node_state_and_time():
+    sim = Simulation(tiny_platform(2), [job(0, 0, 1, 10)], Scripted({0.0: {"start": [(0, [0])], "off": [0]}}))
+    with pytest.raises(IllegalTransition, match=r"node 0.*computing.*t=0"):
+        sim.run()
+    sim = Simulation(
+        tiny_platform(1), [job(0, 0, 1, 10)], Scripted({0.0: {"start": [(0, [0])]}}), initial_state="sleeping"
+    )
+    with pytest.raises(IllegalTransition, match=r"job 0 cannot start on node 0: it is sleeping"):
+        sim.run()
+
+
+def test_job_larger_than_platform_is_rejected_and_counted():
+    sim = Simulation(tiny_platform(2), [job(0, 0, 3, 10), job(1, 5, 1, 10)], Scripted({5.0: {"start": [(1, [1])]}}))
+    res = sim.run()
+    assert res.summary["jobs_rejected"] == 1 and res.summary["jobs_completed"] == 1
+    assert "requests 3 nodes, the platform has 2" in res.rejected[0]
+    assert res.job_table()["state"].tolist() == ["rejected", "completed"]
+
+
+def test_controller_runs_once_after_same_instant_events():
+    """Job 0 ends at t=10 and job 1 arrives at t=10: one pass sees both."""
+    policy = Scripted({0.0: {"start": [(0, [0])]}, 10.0: {"start": [(1, [0])]}})
+    sim = Simulation(tiny_platform(1), [job(0, 0, 1, 10), job(1, 10, 1, 5)], policy)
+    res = sim.run()
+    at_ten = [s for s in policy.seen if s[0] == 10.0]
+    assert len(at_ten) == 1
+    assert at_ten[0][1] == {"arrival", "completion", "wakeup"}
+    assert res.job_table()["start_s"].tolist() == [0.0, 10.0]
+
+
+def test_zero_runtime_job_starts_and_ends_at_one_instant():
+    sim = Simulation(tiny_platform(1), [job(0, 5, 1, 0)], Scripted({5.0: {"start": [(0, [0])]}}))
+    res = sim.run()
+    t = res.job_table()
+    assert t["start_s"][0] == 5.0 and t["finish_s"][0] == 5.0
+    assert res.summary["simulated_span_s"] == 5.0
+    assert res.energy_by_state_j.tolist() == [0.0, 0.0, 500.0, 0.0, 0.0]
+
+
+def test_step_and_run_until():
+    policy = Scripted({0.0: {"start": [(0, [0])]}, 50.0: {"start": [(1, [1])]}})
+    sim = Simulation(tiny_platform(2), [job(0, 0, 1, 100), job(1, 50, 1, 10)], policy)
+    decision = sim.step()
+    assert sim.now == 0.0 and [j.id for j, _ in decision.start] == [0]
+    sim.run(until=30)
+    assert sim.now == 30 and len(sim.running) == 1 and "1 running" in repr(sim)
+    res = sim.run()
+    assert res.summary["jobs_completed"] == 2 and sim.now == 100.0
