@@ -67,6 +67,9 @@ class Cluster:
         self.time_in_state_s = np.zeros((n, 5), dtype=float)
         #: Job id on each node, -1 when none.
         self.job_on = np.full(n, -1, dtype=np.int64)
+        #: Start + requested walltime of the job on each node (nan when none):
+        #: what a scheduler may assume about when a node frees up.
+        self.expected_end_s = np.full(n, np.nan)
         #: Drawn end of the transition in progress (nan when none). Policies
         #: should plan with the mean duration; this is the mechanics' truth.
         self.transition_end_s = np.full(n, np.nan)
@@ -164,8 +167,13 @@ class Cluster:
         if self._on_transition_end is not None:
             self._on_transition_end(node)
 
-    def allocate(self, job_id: int, nodes: Iterable[int]) -> np.ndarray:
-        """Put idle ``nodes`` to work on ``job_id``; all must be idle and distinct."""
+    def allocate(
+        self, job_id: int, nodes: Iterable[int], expected_end_s: float = np.nan
+    ) -> np.ndarray:
+        """Put idle ``nodes`` to work on ``job_id``; all must be idle and distinct.
+
+        ``expected_end_s`` (start + walltime) is kept for planners.
+        """
         gang = np.fromiter(nodes, dtype=np.intp)
         if len(gang) == 0:
             raise IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
@@ -180,12 +188,14 @@ class Cluster:
             raise IllegalTransition(f"job {job_id}: node list has duplicates: {gang.tolist()}")
         self._move_many(gang, IDLE, COMPUTING)
         self.job_on[gang] = job_id
+        self.expected_end_s[gang] = expected_end_s
         return gang
 
     def release(self, job_id: int, gang: np.ndarray) -> None:
         """Return a finished job's nodes to idle."""
         self._move_many(gang, COMPUTING, IDLE)
         self.job_on[gang] = -1
+        self.expected_end_s[gang] = np.nan
 
     def _check(self, node: int, expected: int, action: str) -> None:
         if not 0 <= node < self.n_nodes:

@@ -54,6 +54,9 @@ class Simulation:
         initial_state: ``"idle"`` (default, as in the paper) or ``"sleeping"``.
         kill_at_walltime: End jobs at their requested time instead of letting
             them overrun (the paper lets them run their actual runtime).
+        repeat_pass: After a pass that issued commands, run one more pass at
+            the same instant (trigger ``"commands"``), as the authors'
+            simulator does; it lets the controller see its own commands applied.
         config: Extra configuration copied into the results.
     """
 
@@ -66,6 +69,7 @@ class Simulation:
         seed: int = 0,
         initial_state: str = "idle",
         kill_at_walltime: bool = False,
+        repeat_pass: bool = True,
         config: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(workload, Workload):
@@ -76,6 +80,7 @@ class Simulation:
         self.seed = seed
         self.kill_at_walltime = kill_at_walltime
         self.initial_state = initial_state
+        self.repeat_pass = repeat_pass
         self.extra_config = dict(config or {})
         self.env = simpy.Environment()
         streams = np.random.SeedSequence(seed).spawn(2)
@@ -215,6 +220,8 @@ class Simulation:
         self.passes += 1
         self.last_decision = decision
         self._apply(decision)
+        if self.repeat_pass and (decision.start or decision.switch_on or decision.switch_off):
+            self._wake("commands")
         if decision.note is not None:
             self.decisions.append(decision.note)
         self._record_states()
@@ -234,6 +241,8 @@ class Simulation:
                     f"was given {len(nodes)} at t={now:g} s"
                 )
             gang = cluster.allocate(job.id, nodes)
+            slowest = float(cluster.speed[gang].min())
+            cluster.expected_end_s[gang] = now + job.reqtime_s / slowest
             self.queue.remove(job)
             record = Running(job, now, gang)
             self.running[job.id] = record
@@ -242,7 +251,6 @@ class Simulation:
             duration = job.runtime_s
             if self.kill_at_walltime:
                 duration = min(duration, job.reqtime_s)
-            slowest = float(cluster.speed[gang].min())
             if slowest != 1.0:
                 duration /= slowest
             self.env.process(self._job(record, duration))
@@ -342,6 +350,7 @@ class Simulation:
             "seed": self.seed,
             "initial_state": self.initial_state,
             "kill_at_walltime": self.kill_at_walltime,
+            "repeat_pass": self.repeat_pass,
             "version": __version__,
             **self.extra_config,
         }

@@ -111,19 +111,33 @@ class Policy(ABC):
         return {"name": self.name}
 
 
+@dataclass
+class Schedule:
+    """A queue policy's answer: jobs that start now and the plan for the rest.
+
+    Attributes:
+        start: Jobs starting now, each on ``job.res`` idle nodes.
+        plan: Queued jobs planned for later, in planning order, each with a
+            planned start and the nodes it is planned on (sleeping ones included).
+    """
+
+    start: list[Planned] = field(default_factory=list)
+    plan: list[Planned] = field(default_factory=list)
+
+
 class QueuePolicy(ABC):
     """Chooses which queued jobs start now and plans the others."""
 
     name: str = "queue"
 
     @abstractmethod
-    def schedule(self, view: SystemView, timeout_s: float | None) -> list[Planned]:
-        """Plan every queued job it can; entries with ``start_s == view.now`` start now.
+    def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
+        """Start what can start now and plan the rest of the queue.
 
         Args:
             view: The system at this pass.
             timeout_s: The power manager's idle timeout, so that node choice
-                can weigh the energy a node would spend idle before the start.
+                can rank idle nodes by remaining timeout.
         """
 
     def config(self) -> dict[str, Any]:
@@ -141,8 +155,8 @@ class PowerManager(ABC):
         """Prepare for a new simulation."""
 
     @abstractmethod
-    def manage(self, view: SystemView, plan: list[Planned], decision: Decision) -> None:
-        """Fill ``decision.switch_on``, ``switch_off`` and ``call_at``."""
+    def manage(self, view: SystemView, schedule: Schedule, decision: Decision) -> None:
+        """Fill ``decision.switch_on``, ``switch_off`` and ``call_at`` around the schedule."""
 
     def config(self) -> dict[str, Any]:
         """The manager's settings."""
@@ -163,11 +177,10 @@ class Combined(Policy):
 
     def decide(self, view: SystemView) -> Decision:
         """Plan the queue, start what starts now, then manage power around the plan."""
-        plan = self.queue_policy.schedule(view, self.power.timeout_s)
-        now = view.now
-        decision = Decision(plan=plan)
-        decision.start = [(p.job, p.nodes) for p in plan if p.start_s <= now]
-        self.power.manage(view, plan, decision)
+        schedule = self.queue_policy.schedule(view, self.power.timeout_s)
+        decision = Decision(plan=schedule.plan)
+        decision.start = [(p.job, p.nodes) for p in schedule.start]
+        self.power.manage(view, schedule, decision)
         return decision
 
     def config(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpcpower.policies.base import Decision, Planned, PowerManager, SystemView
+from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView
 
 
 class AlwaysOn(PowerManager):
@@ -10,12 +10,12 @@ class AlwaysOn(PowerManager):
 
     name = "always-on"
 
-    def manage(self, view: SystemView, plan: list[Planned], decision: Decision) -> None:
+    def manage(self, view: SystemView, schedule: Schedule, decision: Decision) -> None:
         """Wake sleeping nodes the plan uses; never switch anything off."""
         sleeping = view.cluster.sleeping
         if not sleeping:
             return
         wake: set[int] = set()
-        for planned in plan:
+        for planned in schedule.plan:
             wake.update(n for n in planned.nodes if n in sleeping)
         decision.switch_on.extend(sorted(wake))

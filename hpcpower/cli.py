@@ -1,0 +1,178 @@
+"""The ``hpcpower`` command: a thin layer over the Python API.
+
+``hpcpower run SCENARIO.toml`` runs one simulation and writes its outputs;
+``hpcpower trace info FILE`` describes a workload file; ``hpcpower policies``
+and ``hpcpower platforms`` list what can be chosen. Every
+:class:`~hpcpower.errors.HpcpowerError` is printed as one line on stderr with
+exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hpcpower import __version__
+from hpcpower.errors import HpcpowerError, InputError
+
+
+def _parse_sets(items: Sequence[str]) -> dict[str, object]:
+    from hpcpower.scenario import parse_value
+
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set {item!r}: expected key=value, e.g. policy.timeout_s=3600")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from hpcpower.results.export import write_all
+    from hpcpower.scenario import build, resolve
+
+    overrides = _parse_sets(args.set or [])
+    if args.policy:
+        overrides["policy.name"] = args.policy
+    if args.platform:
+        overrides["platform.name"] = args.platform
+    if args.seed is not None:
+        overrides["simulation.seed"] = args.seed
+    config = resolve(args.scenario, overrides)
+    sim = build(config)
+    progress = sys.stderr.isatty() and not args.quiet
+    t0 = time.perf_counter()
+    results = sim.run(progress=progress)
+    elapsed = time.perf_counter() - t0
+    out = Path(args.out) if args.out else Path("runs") / config["simulation"]["name"] / sim.policy.name
+    paths = write_all(results, out)
+    if not args.quiet:
+        print(format_summary(results.summary, elapsed))
+        print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def format_summary(s: dict, elapsed_s: float | None = None) -> str:
+    """The summary as an aligned text table for a terminal."""
+    e = s["energy_j"]
+    icon = s.get("icon_time_fraction")
+    rows = [
+        ("policy", s["config"]["policy"]["name"]),
+        ("platform", f"{s['config']['platform']} ({s['config']['n_nodes']} nodes)"),
+        ("jobs", f"{s['jobs_completed']} completed, {s['jobs_rejected']} rejected "
+                 f"of {s['jobs_submitted']}"),
+        ("mean wait", f"{s['mean_wait_s'] / 60:.2f} min ({s['mean_wait_s']:.1f} s)"),
+        ("median / p95 / max wait", f"{s['median_wait_s']:.0f} / {s['p95_wait_s']:.0f} / "
+                                     f"{s['max_wait_s']:.0f} s"),
+        ("mean bounded slowdown", f"{s['mean_bounded_slowdown']:.3f}"),
+        ("makespan", f"{s['makespan_s']:.0f} s ({s['makespan_s'] / 86400:.2f} d)"),
+        ("utilization", f"{100 * s['utilization']:.2f} %"),
+        ("total energy", f"{s['total_energy_j'] / 3.6e9:.4f} MWh"),
+        ("wasted energy", f"{s['wasted_energy_j'] / 3.6e9:.4f} MWh"),
+        ("  idle / sleeping", f"{e['idle'] / 3.6e9:.4f} / {e['sleeping'] / 3.6e9:.4f} MWh"),
+        ("  switching on / off", f"{e['switching_on'] / 3.6e9:.4f} / "
+                                 f"{e['switching_off'] / 3.6e9:.4f} MWh"),
+        ("switch-ons / offs", f"{s['switch_ons']} / {s['switch_offs']}"),
+        ("controller passes", str(s["decisions"])),
+    ]
+    if icon is not None:
+        rows.append(("ICON time share", f"{100 * icon:.1f} %"))
+    if elapsed_s is not None:
+        rows.append(("wall time", f"{elapsed_s:.2f} s"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _cmd_trace_info(args: argparse.Namespace) -> int:
+    from hpcpower.workload import trace_info
+
+    info = trace_info(args.file, procs_per_node=args.procs_per_node)
+    width = max(len(str(k)) for k in info)
+    for key, value in info.items():
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for k, v in value.items():
+                print(f"  {k}: {v}")
+        elif isinstance(value, list):
+            print(f"{key}:")
+            for v in value:
+                print(f"  - {v}")
+        else:
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _cmd_policies(_args: argparse.Namespace) -> int:
+    from hpcpower.policies.registry import POLICIES
+
+    for name, (_factory, doc) in POLICIES.items():
+        print(f"{name:<16} {doc}")
+    return 0
+
+
+def _cmd_platforms(_args: argparse.Namespace) -> int:
+    from hpcpower.platform import PRESETS, load_platform
+
+    for name in PRESETS:
+        p = load_platform(name)
+        t = p.node_types[0]
+        print(
+            f"{name:<12} {p.n_nodes:>5} nodes  computing {t.power_w[3]:g} W, idle {t.power_w[2]:g} W, "
+            f"sleeping {t.power_w[0]:g} W, on {t.switch_on.mean_s:g}±{t.switch_on.sd_s:g} s, "
+            f"off {t.switch_off.mean_s:g}±{t.switch_off.sd_s:g} s"
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="hpcpower",
+        description="Simulate HPC clusters whose idle nodes can be powered down.",
+    )
+    parser.add_argument("--version", action="version", version=f"hpcpower {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one scenario and write its results")
+    run.add_argument("scenario", help="scenario TOML file")
+    run.add_argument("--policy", help="policy name (see `hpcpower policies`)")
+    run.add_argument("--platform", help="platform preset or SPARS platform JSON path")
+    run.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a setting, e.g. policy.timeout_s=3600"
+    )
+    run.add_argument("--seed", type=int, help="simulation seed")
+    run.add_argument("--out", help="output folder (default runs/<scenario>/<policy>)")
+    run.add_argument("-q", "--quiet", action="store_true", help="print nothing, show no progress")
+    run.set_defaults(func=_cmd_run)
+
+    trace = sub.add_parser("trace", help="inspect workload files")
+    trace_sub = trace.add_subparsers(dest="trace_command", required=True)
+    info = trace_sub.add_parser("info", help="describe a workload file and what the reader drops")
+    info.add_argument("file")
+    info.add_argument("--procs-per-node", type=int, default=1)
+    info.set_defaults(func=_cmd_trace_info)
+
+    sub.add_parser("policies", help="list the policies").set_defaults(func=_cmd_policies)
+    sub.add_parser("platforms", help="list the platform presets").set_defaults(func=_cmd_platforms)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hpcpower`` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HpcpowerError as exc:
+        print(f"hpcpower: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hpcpower: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

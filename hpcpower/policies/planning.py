@@ -1,0 +1,266 @@
+"""Node availability and energy-aware node choice, shared by the planners.
+
+At every pass a planner needs, for each node, the earliest time it could be
+idle for a new job (its *release time*) and the non-compute energy it would
+spend before that. :class:`ReleaseMap` computes both for all nodes at once
+with numpy, following the authors' simulator (SPEC §2b):
+
+========================  ==============================================  ==========================
+node                      release time                                    pre-start energy (J)
+========================  ==============================================  ==========================
+idle                      now                                             0
+computing                 start + walltime; ``inf`` once overrun          0
+sleeping                  now + lead (lead = mean switch-on time)         P_on · lead
+switching on              start + mean; ``now + mean`` once overdue       P_on · (release − now)
+switching off             off end (as above) + lead                       P_off · (off end − now) + P_on · lead
+========================  ==============================================  ==========================
+
+:func:`ReleaseMap.select` then picks the ``r`` nodes for a job: the start is
+the later of a barrier and the ``r``-th smallest release time; among nodes
+released by then it takes the cheapest by (pre-start energy, plus idle power ×
+idle gap for nodes that would sit idle; then state: idle, computing, switching
+on, other; then longest remaining idle timeout; then node id).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcpower.engine.cluster import COMPUTING, IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON
+
+EPS = 1e-9
+
+#: Node-state rank in tie-breaks: idle, computing, switching on, other.
+_RANK = np.array([3, 2, 0, 1, 3], dtype=np.int8)  # indexed by NodeState value
+
+
+class ReleaseMap:
+    """Release times and selection data for every node at one pass.
+
+    Args:
+        view: The system view (cluster, running jobs, now).
+        timeout_s: Idle timeout of the power manager (``None``: no timeout),
+            used to rank idle nodes by remaining timeout.
+        overrun_release: Release time given to nodes of a job running past its
+            walltime: ``inf`` (the authors' baseline planners: such nodes are
+            not planned on) or ``"now"``.
+
+    Attributes:
+        release: Earliest idle time per node (advanced as jobs are planned).
+        base_j: Pre-start non-compute energy per node (frozen for the pass).
+        rank: State rank per node (frozen for the pass).
+        timeout_rank: ``-(remaining idle timeout)`` for idle nodes, else 0.
+        idle_w: Idle power per node.
+    """
+
+    def __init__(self, view, timeout_s: float | None, overrun_release: str = "inf") -> None:
+        cluster = view.cluster
+        now = view.now
+        state = cluster.state
+        since = cluster.since
+        on = cluster.switch_on_mean_s
+        off = cluster.switch_off_mean_s
+        power = cluster.power_w
+        release = np.full(cluster.n_nodes, now, dtype=float)
+        base = np.zeros(cluster.n_nodes)
+
+        busy = state == COMPUTING
+        if busy.any():
+            end = cluster.expected_end_s[busy]
+            if overrun_release == "inf":
+                end = np.where(end <= now, np.inf, end)
+            else:
+                end = np.maximum(end, now)
+            release[busy] = end
+
+        asleep = state == SLEEPING
+        release[asleep] = now + on[asleep]
+        base[asleep] = power[asleep, SWITCHING_ON] * on[asleep]
+
+        waking = state == SWITCHING_ON
+        if waking.any():
+            end = since[waking] + on[waking]
+            end = np.where(end > now, end, now + on[waking])
+            release[waking] = end
+            base[waking] = power[waking, SWITCHING_ON] * (end - now)
+
+        down = state == SWITCHING_OFF
+        if down.any():
+            off_end = since[down] + off[down]
+            off_end = np.where(off_end > now, off_end, now + off[down])
+            release[down] = off_end + on[down]
+            base[down] = power[down, SWITCHING_OFF] * (off_end - now) + power[
+                down, SWITCHING_ON
+            ] * on[down]
+
+        self.now = now
+        self.release = release
+        self.base_j = base
+        self.rank = _RANK[state]
+        #: Nodes charged only their wake energy (no idle gap): sleeping, switching off.
+        self.no_gap = (state == SLEEPING) | (state == SWITCHING_OFF)
+        self.idle_w = power[:, IDLE].copy()
+        timeout_rank = np.zeros(cluster.n_nodes)
+        if timeout_s is not None:
+            idle = state == IDLE
+            timeout_rank[idle] = -(since[idle] + timeout_s - now)
+        self.timeout_rank = timeout_rank
+        self.ids = np.arange(cluster.n_nodes)
+        self.state = state
+        #: Nodes with a finite release at the start of the pass (plannable).
+        self.usable = self.ids[np.isfinite(release)]
+
+    def select(
+        self, r: int, min_start: float, candidates: np.ndarray | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """Choose ``r`` nodes and the start time for a job, or ``None`` if impossible.
+
+        Args:
+            r: Number of nodes.
+            min_start: Barrier: the job may not start earlier.
+            candidates: Node ids to choose from (default: every node).
+        """
+        ids = self.ids if candidates is None else candidates
+        rel = self.release[ids]
+        finite = np.isfinite(rel)
+        if not finite.all():
+            ids = ids[finite]
+            rel = rel[finite]
+        if len(ids) < r:
+            return None
+        kth = np.partition(rel, r - 1)[r - 1] if r < len(rel) else rel.max()
+        start = max(min_start, float(kth))
+        ok = rel <= start
+        ids = ids[ok]
+        rel = rel[ok]
+        gap = np.where(self.no_gap[ids], 0.0, self.idle_w[ids] * (start - rel))
+        cost = self.base_j[ids] + gap
+        order = np.lexsort((ids, self.timeout_rank[ids], self.rank[ids], cost))
+        return ids[order[:r]], start
+
+    def occupy(self, nodes: np.ndarray, until: float) -> None:
+        """Mark ``nodes`` as busy until ``until`` (a planned or started job)."""
+        self.release[nodes] = until
+
+
+class Timelines:
+    """Per-node busy segments, to plan jobs into gaps (EASY's future plan).
+
+    Each node holds segments ``[start, finish)`` during which it cannot take a
+    new job: a transition in progress (or the wake a sleeping node needs), a
+    running job up to its walltime (``inf`` once overrun), and jobs planned so
+    far. Arrays ``start``/``finish`` of shape (nodes, slots) are padded with
+    ``inf``, so "is node n free at t" is answered for all nodes and many
+    times at once.
+    """
+
+    def __init__(self, releases: ReleaseMap, view, started: list) -> None:
+        cluster = view.cluster
+        now = view.now
+        n = cluster.n_nodes
+        state = cluster.state
+        self.now = now
+        self.releases = releases
+        self.start = np.full((n, 4), np.inf)
+        self.finish = np.full((n, 4), np.inf)
+        self.count = np.zeros(n, dtype=np.intp)
+        on = cluster.switch_on_mean_s
+        ids = np.arange(n)
+        for mask, seg_start, seg_end in self._resting_segments(releases, cluster, now, on):
+            rows = ids[mask]
+            self._append(rows, seg_start[mask], seg_end[mask])
+        busy = state == COMPUTING
+        if busy.any():
+            rows = ids[busy]
+            self._append(rows, cluster.since[busy], releases.release[busy])
+        for planned in started:
+            nodes = np.asarray(planned.nodes)
+            self._append(nodes, np.full(len(nodes), now), np.full(len(nodes), now + planned.job.reqtime_s))
+
+    @staticmethod
+    def _resting_segments(releases, cluster, now, on):
+        state = cluster.state
+        release = releases.release
+        asleep = state == SLEEPING
+        yield asleep, np.full(len(state), now), release
+        waking = state == SWITCHING_ON
+        yield waking, np.minimum(cluster.since, now), release
+        down = state == SWITCHING_OFF
+        off_end = release - on
+        yield down, np.minimum(cluster.since, now), off_end
+        yield down, off_end, release
+
+    def _append(self, nodes: np.ndarray, starts: np.ndarray, finishes: np.ndarray) -> None:
+        if len(nodes) == 0:
+            return
+        slots = self.count[nodes]
+        if slots.max() >= self.start.shape[1]:
+            extra = self.start.shape[1]
+            self.start = np.pad(self.start, ((0, 0), (0, extra)), constant_values=np.inf)
+            self.finish = np.pad(self.finish, ((0, 0), (0, extra)), constant_values=np.inf)
+        self.start[nodes, slots] = starts
+        self.finish[nodes, slots] = finishes
+        self.count[nodes] += 1
+
+    def add(self, nodes: np.ndarray, start: float, finish: float) -> None:
+        """Reserve ``nodes`` over ``[start, finish)``."""
+        k = len(nodes)
+        self._append(np.asarray(nodes), np.full(k, start), np.full(k, finish))
+
+    def finish_times(self, lo: float, hi: float = np.inf) -> np.ndarray:
+        """Distinct finite segment finish times in ``[lo - EPS, hi - EPS)``, sorted."""
+        f = self.finish[np.isfinite(self.finish)]
+        f = np.unique(f)
+        return f[(f >= lo - EPS) & (f < hi - EPS)]
+
+    def gaps(self, nodes: np.ndarray, times: np.ndarray):
+        """For nodes × times: (free, idle_since, free_until)."""
+        s = self.start[nodes][:, :, None]
+        f = self.finish[nodes][:, :, None]
+        t = times[None, None, :]
+        begun = s <= t
+        covered = (begun & (f > t)).any(axis=1)
+        idle_since = np.where(begun, f, -np.inf).max(axis=1)
+        free_until = np.where(begun, np.inf, s).min(axis=1)
+        return ~covered, idle_since, free_until
+
+    def window_free(self, nodes: np.ndarray, start: float, finish: float) -> bool:
+        """Whether every node is free at ``start`` and stays free until ``finish``."""
+        free, _, until = self.gaps(np.asarray(nodes), np.array([start]))
+        return bool(free.all() and (finish <= until[:, 0] + EPS).all())
+
+    def earliest(
+        self, r: int, walltime_s: float, min_start: float, max_start: float | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """Earliest gap start in ``[min_start, max_start)`` with ``r`` nodes free for the walltime.
+
+        Candidate starts are ``min_start`` and every segment finish after it.
+        Nodes are chosen by (pre-start energy + idle power × idle gap, state,
+        remaining timeout, id), as in :meth:`ReleaseMap.select`.
+        """
+        if max_start is not None and min_start + EPS >= max_start:
+            return None
+        rel = self.releases
+        nodes = rel.ids
+        if len(nodes) < r:
+            return None
+        hi = np.inf if max_start is None else max_start
+        times = self.finish_times(min_start, hi)
+        times = times[times > min_start]
+        times = np.concatenate(([min_start], times))
+        free, idle_since, until = self.gaps(nodes, times)
+        length = until - times[None, :]
+        fits = free & (length > EPS) & (length + EPS >= walltime_s)
+        enough = np.flatnonzero(fits.sum(axis=0) >= r)
+        if len(enough) == 0:
+            return None
+        j = int(enough[0])
+        t = float(times[j])
+        pick = nodes[fits[:, j]]
+        since = idle_since[fits[:, j], j]
+        gap = np.where(
+            rel.no_gap[pick], 0.0, rel.idle_w[pick] * np.maximum(0.0, t - np.maximum(since, self.now))
+        )
+        cost = rel.base_j[pick] + gap
+        order = np.lexsort((pick, rel.timeout_rank[pick], rel.rank[pick], cost))
+        return pick[order[:r]], t

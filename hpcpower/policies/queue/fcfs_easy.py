@@ -1,0 +1,137 @@
+"""FCFS with EASY backfilling, planned at node level (the paper's FCFS/B).
+
+At each pass (the authors' ``easy_psas``):
+
+1. **FCFS dispatch**: start jobs in arrival order on idle nodes while they
+   fit; stop at the first that does not.
+2. **Head reservation**: the first waiting job that can be placed gets the
+   earliest start on specific nodes (sleeping ones included, charged their
+   wake), chosen by :meth:`ReleaseMap.select`.
+3. **Backfill now**: every later job, in arrival order, starts now if it fits
+   on idle nodes outside the head's reservation, or on idle nodes including
+   reserved ones if it ends (by walltime) before the head's start.
+4. **Future plan**: the head, then the rest planned FCFS-forward with a
+   non-decreasing barrier, then each planned job is moved earlier into a gap
+   of the per-node timelines when one fits before its FCFS start (EASY
+   backfilling of the plan). The power manager wakes sleeping nodes from this
+   plan.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
+from hpcpower.policies.planning import EPS, ReleaseMap, Timelines
+
+
+class FCFSEasy(QueuePolicy):
+    """First-come-first-served with EASY backfilling."""
+
+    name = "fcfs-easy"
+
+    def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
+        """Dispatch, reserve for the head, backfill, and plan the rest."""
+        out = Schedule()
+        if not len(view.queue):
+            return out
+        now = view.now
+        releases = ReleaseMap(view, timeout_s)
+        jobs = view.queue.fcfs()
+        idle = np.fromiter(sorted(view.cluster.idle), dtype=np.intp)
+
+        k = 0
+        for job in jobs:
+            if job.res > len(idle):
+                break
+            nodes, _ = releases.select(job.res, now, idle)
+            releases.occupy(nodes, now + job.reqtime_s)
+            idle = np.setdiff1d(idle, nodes, assume_unique=True)
+            out.start.append(Planned(job, now, nodes))
+            k += 1
+        waiting = jobs[k:]
+        if not waiting:
+            return out
+
+        head = None
+        for position, job in enumerate(waiting):
+            pick = releases.select(job.res, now)
+            if pick is not None:
+                head = Planned(job, pick[1], pick[0])
+                break
+        if head is None:
+            return out
+        later = waiting[position + 1 :]
+
+        reserved = np.zeros(view.cluster.n_nodes, dtype=bool)
+        reserved[head.nodes] = True
+        backfilled: set[int] = set()
+        for job in later:
+            free = idle[~reserved[idle]]
+            if job.res <= len(free):
+                nodes, _ = releases.select(job.res, now, free)
+            elif job.res <= len(idle):
+                nodes, _ = releases.select(job.res, now, idle)
+                if reserved[nodes].any() and now + job.reqtime_s > head.start_s + EPS:
+                    continue
+            else:
+                continue
+            releases.occupy(nodes, now + job.reqtime_s)
+            idle = np.setdiff1d(idle, nodes, assume_unique=True)
+            out.start.append(Planned(job, now, nodes))
+            backfilled.add(job.id)
+
+        rest = [j for j in later if j.id not in backfilled]
+        out.plan = self._future_plan(view, timeout_s, out.start, head, rest)
+        return out
+
+    @staticmethod
+    def _future_plan(view, timeout_s, started, head, rest) -> list[Planned]:
+        now = view.now
+        # FCFS-forward plan seeded with the head's reservation.
+        releases = ReleaseMap(view, timeout_s)
+        for planned in started:
+            releases.occupy(np.asarray(planned.nodes), now + planned.job.reqtime_s)
+        fcfs = [head]
+        releases.occupy(np.asarray(head.nodes), head.start_s + head.job.reqtime_s)
+        barrier = head.start_s
+        for job in rest:
+            pick = releases.select(job.res, barrier)
+            if pick is None:
+                break
+            nodes, start = pick
+            releases.occupy(nodes, start + job.reqtime_s)
+            fcfs.append(Planned(job, start, nodes))
+            barrier = start
+
+        # Move planned jobs earlier into gaps of the per-node timelines.
+        lines = Timelines(releases_at_start(view, timeout_s), view, started)
+        if not lines.window_free(head.nodes, head.start_s, head.start_s + head.job.reqtime_s):
+            return []
+        lines.add(np.asarray(head.nodes), head.start_s, head.start_s + head.job.reqtime_s)
+        plan = [head]
+        for entry in fcfs[1:]:
+            job = entry.job
+            wall = job.reqtime_s
+            if now + EPS < entry.start_s:
+                early = lines.earliest(job.res, wall, now, entry.start_s)
+                if early is not None and early[1] + EPS < entry.start_s:
+                    lines.add(early[0], early[1], early[1] + wall)
+                    plan.append(Planned(job, early[1], early[0]))
+                    continue
+            if lines.window_free(entry.nodes, entry.start_s, entry.start_s + wall):
+                lines.add(np.asarray(entry.nodes), entry.start_s, entry.start_s + wall)
+                plan.append(entry)
+                continue
+            slide = lines.earliest(job.res, wall, entry.start_s)
+            if slide is None:
+                break
+            lines.add(slide[0], slide[1], slide[1] + wall)
+            plan.append(Planned(job, slide[1], slide[0]))
+        plan.sort(key=lambda p: p.start_s)
+        return plan
+
+
+def releases_at_start(view, timeout_s) -> ReleaseMap:
+    """A fresh release map of the pass (before any job of this pass is placed)."""
+    return ReleaseMap(view, timeout_s)

@@ -1,0 +1,63 @@
+"""Policies by name, as the CLI and scenarios select them.
+
+``make_policy("snf-ipm", timeout_s=3600)`` builds a ready controller. A new
+policy is registered by adding one entry to :data:`POLICIES` (or by passing a
+:class:`~hpcpower.policies.base.Policy` object to the Python API directly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hpcpower.errors import InputError
+from hpcpower.policies.base import Combined, Policy
+from hpcpower.policies.power.always_on import AlwaysOn
+from hpcpower.policies.power.ipm import IPM
+from hpcpower.policies.queue.fcfs_easy import FCFSEasy
+from hpcpower.policies.queue.snf import SNF
+
+
+def _combined(queue_cls, power: str, name: str) -> Callable[..., Policy]:
+    def factory(timeout_s: float | None = 7200.0) -> Policy:
+        manager = AlwaysOn() if power == "always-on" else IPM(timeout_s)
+        return Combined(queue_cls(), manager, name=name)
+
+    return factory
+
+
+#: name -> (factory, one-line description)
+POLICIES: dict[str, tuple[Callable[..., Policy], str]] = {
+    "fcfs-easy": (
+        _combined(FCFSEasy, "always-on", "fcfs-easy"),
+        "FCFS with EASY backfilling, nodes always on",
+    ),
+    "snf": (_combined(SNF, "always-on", "snf"), "Smallest-Need-First, nodes always on"),
+    "fcfs-easy-ipm": (
+        _combined(FCFSEasy, "ipm", "fcfs-easy-ipm"),
+        "FCFS/B + IPM: EASY backfilling, idle timeout, wake planning (paper baseline)",
+    ),
+    "snf-ipm": (
+        _combined(SNF, "ipm", "snf-ipm"),
+        "SNF + IPM: Smallest-Need-First, idle timeout, wake planning (paper baseline)",
+    ),
+}
+
+
+def make_policy(name: str, **params: Any) -> Policy:
+    """Build the policy called ``name`` with its parameters.
+
+    Raises:
+        InputError: unknown name, or a parameter the policy does not take.
+    """
+    try:
+        factory, _ = POLICIES[name]
+    except KeyError:
+        raise InputError(
+            f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}"
+        ) from None
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        bad = ", ".join(f"policy.{k}" for k in params)
+        raise InputError(f"policy {name!r} does not take setting(s) {bad}: {exc}") from None
