@@ -126,7 +126,7 @@ def make_jobs(
     if not _FAST:
         return list(map(Job, *cols))
     jobs: list[Job] = list(map(object.__new__, itertools.repeat(Job, n)))
-    for field_name, col in zip(_JOB_FIELDS, cols):
+    for field_name, col in zip(_JOB_FIELDS, cols, strict=True):
         setter = Job.__dict__[field_name].__set__
         collections.deque(map(setter, jobs, col), maxlen=0)
     return jobs

@@ -157,8 +157,10 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
     notes = []
     if no_delay:
         types = ", ".join(f"{n} x {t}" for t, n in no_delay.items())
-        notes.append(f"runtime = walltime for {sum(no_delay.values())} jobs whose profile has "
-                     f"no delay ({types})")
+        notes.append(
+            f"runtime = walltime for {sum(no_delay.values())} jobs whose profile has "
+            f"no delay ({types})"
+        )
     if filled_wall:
         notes.append(f"walltime missing or -1: filled with the runtime for {filled_wall} jobs")
     return _build(where, ppn, nb_res, names, cols, users, notes)
@@ -209,7 +211,7 @@ def _build(
     zero = sum(1 for r in cols["runtime"] if r == 0)
     if zero:
         notes.append(f"{zero} jobs with runtime 0 (they start and end at one instant)")
-    over = sum(1 for rt, rq in zip(cols["runtime"], cols["reqtime"]) if rt > rq)
+    over = sum(1 for rt, rq in zip(cols["runtime"], cols["reqtime"], strict=True) if rt > rq)
     if over:
         notes.append(f"{over} jobs run longer than their requested time")
     jobs = make_jobs(

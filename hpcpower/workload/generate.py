@@ -129,9 +129,9 @@ def markovian(
     if isinstance(seed, np.random.Generator):
         rng = seed
         seed_text = "a caller's Generator"
-    elif seed is None or (isinstance(seed, int) and not isinstance(seed, bool)):
+    elif seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
         rng = np.random.default_rng(seed)
-        seed_text = repr(seed)
+        seed_text = repr(None if seed is None else int(seed))
     else:
         raise InputError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
 

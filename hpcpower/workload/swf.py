@@ -237,15 +237,14 @@ def parse_swf(
             lineno[drop_rows].tolist(),
             arr[drop_rows, _JOB].tolist(),
             reason[drop_rows].tolist(),
+            strict=True,
         )
     ]
     if drop_rows.size:
         counts: dict[str, int] = {}
         for d in dropped:
             counts[d.reason] = counts.get(d.reason, 0) + 1
-        notes.append(
-            "dropped: " + "; ".join(f"{n} x {why}" for why, n in counts.items())
-        )
+        notes.append("dropped: " + "; ".join(f"{n} x {why}" for why, n in counts.items()))
 
     s_submit = submit[sel]
     s_run = run[sel]
@@ -277,9 +276,7 @@ def parse_swf(
     nodes = -(-s_procs // ppn)
     if ppn > 1:
         n_up = int(np.count_nonzero(s_procs % ppn))
-        notes.append(
-            f"nodes = ceil(processors / {ppn}); {n_up} jobs rounded up to a whole node"
-        )
+        notes.append(f"nodes = ceil(processors / {ppn}); {n_up} jobs rounded up to a whole node")
 
     n_zero = int(np.count_nonzero(s_run == 0))
     if n_zero:
@@ -424,8 +421,7 @@ def _raise_first_bad_line(lines: list[str], idx: list[int], where: str) -> None:
         fields = lines[i].split()
         if len(fields) != _N:
             raise InputError(
-                f"{where}:{i + 1}: expected {_N} whitespace-separated fields, found "
-                f"{len(fields)}"
+                f"{where}:{i + 1}: expected {_N} whitespace-separated fields, found {len(fields)}"
             )
         for k, tok in enumerate(fields):
             try:
