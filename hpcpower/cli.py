@@ -48,7 +48,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
-    out = Path(args.out) if args.out else Path("runs") / config["simulation"]["name"] / sim.policy.name
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("runs") / config["simulation"]["name"] / sim.policy.name
+    )
     paths = write_all(results, out)
     if not args.quiet:
         print(format_summary(results.summary, elapsed))
@@ -63,19 +67,26 @@ def format_summary(s: dict, elapsed_s: float | None = None) -> str:
     rows = [
         ("policy", s["config"]["policy"]["name"]),
         ("platform", f"{s['config']['platform']} ({s['config']['n_nodes']} nodes)"),
-        ("jobs", f"{s['jobs_completed']} completed, {s['jobs_rejected']} rejected "
-                 f"of {s['jobs_submitted']}"),
+        (
+            "jobs",
+            f"{s['jobs_completed']} completed, {s['jobs_rejected']} rejected "
+            f"of {s['jobs_submitted']}",
+        ),
         ("mean wait", f"{s['mean_wait_s'] / 60:.2f} min ({s['mean_wait_s']:.1f} s)"),
-        ("median / p95 / max wait", f"{s['median_wait_s']:.0f} / {s['p95_wait_s']:.0f} / "
-                                     f"{s['max_wait_s']:.0f} s"),
+        (
+            "median / p95 / max wait",
+            f"{s['median_wait_s']:.0f} / {s['p95_wait_s']:.0f} / {s['max_wait_s']:.0f} s",
+        ),
         ("mean bounded slowdown", f"{s['mean_bounded_slowdown']:.3f}"),
         ("makespan", f"{s['makespan_s']:.0f} s ({s['makespan_s'] / 86400:.2f} d)"),
         ("utilization", f"{100 * s['utilization']:.2f} %"),
         ("total energy", f"{s['total_energy_j'] / 3.6e9:.4f} MWh"),
         ("wasted energy", f"{s['wasted_energy_j'] / 3.6e9:.4f} MWh"),
         ("  idle / sleeping", f"{e['idle'] / 3.6e9:.4f} / {e['sleeping'] / 3.6e9:.4f} MWh"),
-        ("  switching on / off", f"{e['switching_on'] / 3.6e9:.4f} / "
-                                 f"{e['switching_off'] / 3.6e9:.4f} MWh"),
+        (
+            "  switching on / off",
+            f"{e['switching_on'] / 3.6e9:.4f} / {e['switching_off'] / 3.6e9:.4f} MWh",
+        ),
         ("switch-ons / offs", f"{s['switch_ons']} / {s['switch_offs']}"),
         ("controller passes", str(s["decisions"])),
     ]
@@ -142,7 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", help="policy name (see `hpcpower policies`)")
     run.add_argument("--platform", help="platform preset or SPARS platform JSON path")
     run.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="override a setting, e.g. policy.timeout_s=3600"
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. policy.timeout_s=3600",
     )
     run.add_argument("--seed", type=int, help="simulation seed")
     run.add_argument("--out", help="output folder (default runs/<scenario>/<policy>)")

@@ -166,8 +166,7 @@ def load_platform(name_or_path: str | Path) -> Platform:
     path = Path(text_name)
     if not path.exists():
         raise InputError(
-            f"unknown platform {text_name!r}: not a preset ({', '.join(PRESETS)}) "
-            "and no such file"
+            f"unknown platform {text_name!r}: not a preset ({', '.join(PRESETS)}) and no such file"
         )
     try:
         data = json.loads(path.read_text())
@@ -270,7 +269,9 @@ def parse_spars_platform(data: dict, *, name: str, where: str) -> Platform:
         )
         for node in _id_ranges(_field(machine, "id", here), f"{here}.id"):
             if node in owner:
-                raise InputError(f"{here}.id: node {node} already belongs to machines[{owner[node]}]")
+                raise InputError(
+                    f"{here}.id: node {node} already belongs to machines[{owner[node]}]"
+                )
             owner[node] = m
     n = len(owner)
     if sorted(owner) != list(range(n)):

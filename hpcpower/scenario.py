@@ -125,7 +125,9 @@ def resolve(
         _set(config, key, value, where="--set")
     wl = config["workload"]
     if wl["path"]:
-        wl["path"] = str((base / wl["path"]).resolve()) if not Path(wl["path"]).is_absolute() else wl["path"]
+        wl["path"] = (
+            str((base / wl["path"]).resolve()) if not Path(wl["path"]).is_absolute() else wl["path"]
+        )
     elif not wl["generator"]:
         raise InputError("workload: give workload.path or workload.generator")
     return config

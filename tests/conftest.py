@@ -13,7 +13,9 @@ from hpcpower.workload.job import Job
 DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
 
 
-def tiny_platform(n: int = 2, on_s: float = 100.0, off_s: float = 50.0, sd: float = 0.0) -> Platform:
+def tiny_platform(
+    n: int = 2, on_s: float = 100.0, off_s: float = 50.0, sd: float = 0.0
+) -> Platform:
     """Round numbers so joules are easy to work out by hand.
 
     computing 200 W, idle 100 W, sleeping 10 W, switching on 150 W, switching off 120 W.
@@ -32,7 +34,14 @@ def tiny_platform(n: int = 2, on_s: float = 100.0, off_s: float = 50.0, sd: floa
 
 
 def job(i: int, submit: float, res: int, runtime: float, reqtime: float | None = None) -> Job:
-    return Job(i, str(i + 1), float(submit), res, float(reqtime if reqtime is not None else runtime), float(runtime))
+    return Job(
+        i,
+        str(i + 1),
+        float(submit),
+        res,
+        float(reqtime if reqtime is not None else runtime),
+        float(runtime),
+    )
 
 
 class Scripted(Policy):
@@ -46,13 +55,13 @@ class Scripted(Policy):
 
     def decide(self, view: SystemView) -> Decision:
         self.seen.append((view.now, view.triggers, len(view.queue)))
-        step = self.script.get(view.now, {})
+        step = self.script.pop(view.now, {})
         d = Decision()
         for job_id, nodes in step.get("start", []):
             d.start.append((next(j for j in view.queue if j.id == job_id), nodes))
         d.switch_off = list(step.get("off", []))
         d.switch_on = list(step.get("on", []))
-        d.call_at = [t for t in self.script if t > view.now][:1]
+        d.call_at = sorted(t for t in self.script if t > view.now)[:1]
         return d
 
 

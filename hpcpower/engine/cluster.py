@@ -232,4 +232,3 @@ class Cluster:
     def __repr__(self) -> str:
         parts = ", ".join(f"{c} {STATE_LABELS[s]}" for s, c in enumerate(self.counts) if c)
         return f"<Cluster {self.platform.name} at t={self.env.now:g} s: {parts}>"
-

@@ -137,9 +137,7 @@ class Simulation:
             if job.submit_s > env.now:
                 yield env.timeout(job.submit_s - env.now)
             if job.res > n_nodes:
-                self.rejected[job.id] = (
-                    f"requests {job.res} nodes, the platform has {n_nodes}"
-                )
+                self.rejected[job.id] = f"requests {job.res} nodes, the platform has {n_nodes}"
                 self._account_done()
                 continue
             self.queue.push(job)
@@ -270,6 +268,20 @@ class Simulation:
             rows[-1] = row
         elif not rows or rows[-1][1:] != row[1:]:
             rows.append(row)
+
+    @classmethod
+    def from_scenario(cls, path, **overrides: Any) -> Simulation:
+        """Build a simulation from a scenario TOML file.
+
+        Args:
+            path: The scenario file.
+            **overrides: Settings as ``{"section.key": value}``, e.g.
+                ``**{"policy.timeout_s": 600}``, or ``section__key=value``.
+        """
+        from hpcpower.scenario import build, resolve
+
+        dotted = {k.replace("__", "."): v for k, v in overrides.items()}
+        return build(resolve(path, dotted))
 
     # -------------------------------------------------------------- running
     @property

@@ -89,9 +89,9 @@ class ReleaseMap:
             off_end = since[down] + off[down]
             off_end = np.where(off_end > now, off_end, now + off[down])
             release[down] = off_end + on[down]
-            base[down] = power[down, SWITCHING_OFF] * (off_end - now) + power[
-                down, SWITCHING_ON
-            ] * on[down]
+            base[down] = (
+                power[down, SWITCHING_OFF] * (off_end - now) + power[down, SWITCHING_ON] * on[down]
+            )
 
         self.now = now
         self.release = release
@@ -175,7 +175,9 @@ class Timelines:
             self._append(rows, cluster.since[busy], releases.release[busy])
         for planned in started:
             nodes = np.asarray(planned.nodes)
-            self._append(nodes, np.full(len(nodes), now), np.full(len(nodes), now + planned.job.reqtime_s))
+            self._append(
+                nodes, np.full(len(nodes), now), np.full(len(nodes), now + planned.job.reqtime_s)
+            )
 
     @staticmethod
     def _resting_segments(releases, cluster, now, on):
@@ -259,7 +261,9 @@ class Timelines:
         pick = nodes[fits[:, j]]
         since = idle_since[fits[:, j], j]
         gap = np.where(
-            rel.no_gap[pick], 0.0, rel.idle_w[pick] * np.maximum(0.0, t - np.maximum(since, self.now))
+            rel.no_gap[pick],
+            0.0,
+            rel.idle_w[pick] * np.maximum(0.0, t - np.maximum(since, self.now)),
         )
         cost = rel.base_j[pick] + gap
         order = np.lexsort((pick, rel.timeout_rank[pick], rel.rank[pick], cost))

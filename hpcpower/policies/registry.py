@@ -53,9 +53,7 @@ def make_policy(name: str, **params: Any) -> Policy:
     try:
         factory, _ = POLICIES[name]
     except KeyError:
-        raise InputError(
-            f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}"
-        ) from None
+        raise InputError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}") from None
     try:
         return factory(**params)
     except TypeError as exc:

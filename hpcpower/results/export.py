@@ -80,7 +80,11 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
             state = t["state"][i]
             alloc = results.allocations[i]
             run = t["finish_s"][i] - t["start_s"][i]
-            energy = float(node_power[alloc].sum() * run) if alloc is not None and state == "completed" else math.nan
+            energy = (
+                float(node_power[alloc].sum() * run)
+                if alloc is not None and state == "completed"
+                else math.nan
+            )
             final = {"completed": "COMPLETED_SUCCESSFULLY", "rejected": "REJECTED"}.get(
                 state, "NOT_FINISHED"
             )

@@ -59,7 +59,9 @@ def test_job_waits_for_wakeup_exact_times():
     Energy: sleeping 10 s (100 J), switching_on 100 s (15 000 J), computing 60 s (12 000 J).
     """
     script = {0.0: {}, 10.0: {"on": [0]}, 110.0: {"start": [(0, [0])]}}
-    sim = Simulation(tiny_platform(1), [job(0, 10, 1, 60)], Scripted(script), initial_state="sleeping")
+    sim = Simulation(
+        tiny_platform(1), [job(0, 10, 1, 60)], Scripted(script), initial_state="sleeping"
+    )
     res = sim.run()
     t = res.job_table()
     assert t["start_s"][0] == 110.0 and t["finish_s"][0] == 170.0 and t["wait_s"][0] == 100.0
@@ -67,18 +69,27 @@ def test_job_waits_for_wakeup_exact_times():
 
 
 def test_illegal_requests_name_node_state_and_time():
-    sim = Simulation(tiny_platform(2), [job(0, 0, 1, 10)], Scripted({0.0: {"start": [(0, [0])], "off": [0]}}))
+    sim = Simulation(
+        tiny_platform(2), [job(0, 0, 1, 10)], Scripted({0.0: {"start": [(0, [0])], "off": [0]}})
+    )
     with pytest.raises(IllegalTransition, match=r"node 0.*computing.*t=0"):
         sim.run()
     sim = Simulation(
-        tiny_platform(1), [job(0, 0, 1, 10)], Scripted({0.0: {"start": [(0, [0])]}}), initial_state="sleeping"
+        tiny_platform(1),
+        [job(0, 0, 1, 10)],
+        Scripted({0.0: {"start": [(0, [0])]}}),
+        initial_state="sleeping",
     )
     with pytest.raises(IllegalTransition, match=r"job 0 cannot start on node 0: it is sleeping"):
         sim.run()
 
 
 def test_job_larger_than_platform_is_rejected_and_counted():
-    sim = Simulation(tiny_platform(2), [job(0, 0, 3, 10), job(1, 5, 1, 10)], Scripted({5.0: {"start": [(1, [1])]}}))
+    sim = Simulation(
+        tiny_platform(2),
+        [job(0, 0, 3, 10), job(1, 5, 1, 10)],
+        Scripted({5.0: {"start": [(1, [1])]}}),
+    )
     res = sim.run()
     assert res.summary["jobs_rejected"] == 1 and res.summary["jobs_completed"] == 1
     assert "requests 3 nodes, the platform has 2" in res.rejected[0]
@@ -86,14 +97,23 @@ def test_job_larger_than_platform_is_rejected_and_counted():
 
 
 def test_controller_runs_once_after_same_instant_events():
-    """Job 0 ends at t=10 and job 1 arrives at t=10: one pass sees both."""
-    policy = Scripted({0.0: {"start": [(0, [0])]}, 10.0: {"start": [(1, [0])]}})
-    sim = Simulation(tiny_platform(1), [job(0, 0, 1, 10), job(1, 10, 1, 5)], policy)
-    res = sim.run()
-    at_ten = [s for s in policy.seen if s[0] == 10.0]
-    assert len(at_ten) == 1
-    assert at_ten[0][1] == {"arrival", "completion", "wakeup"}
-    assert res.job_table()["start_s"].tolist() == [0.0, 10.0]
+    """Job 0 ends at t=10 and job 1 arrives at t=10: one pass sees both.
+
+    With ``repeat_pass`` (the authors' behaviour) a pass that issued commands
+    is followed by one more pass at the same instant, triggered by "commands".
+    """
+    for repeat, expected in ((False, 1), (True, 2)):
+        policy = Scripted({0.0: {"start": [(0, [0])]}, 10.0: {"start": [(1, [0])]}})
+        sim = Simulation(
+            tiny_platform(1), [job(0, 0, 1, 10), job(1, 10, 1, 5)], policy, repeat_pass=repeat
+        )
+        res = sim.run()
+        at_ten = [s for s in policy.seen if s[0] == 10.0]
+        assert len(at_ten) == expected
+        assert at_ten[0][1] == {"arrival", "completion", "wakeup"}
+        if repeat:
+            assert at_ten[1][1] == {"commands"} and at_ten[1][2] == 0
+        assert res.job_table()["start_s"].tolist() == [0.0, 10.0]
 
 
 def test_zero_runtime_job_starts_and_ends_at_one_instant():
