@@ -1,0 +1,1 @@
+"""Scheduling mechanics: nodes, cluster, queue and the simulation loop."""

@@ -49,8 +49,10 @@ class Simulation:
         platform: The cluster description.
         workload: The jobs to run (a :class:`Workload` or a list of jobs).
         policy: The controller.
-        seed: Seed of the simulation's generator; transition durations use a
-            child stream, so the seed fixes them independently of the policy.
+        seed: Seed of the simulation's generator. Transition durations are
+            drawn from ``numpy.random.default_rng(seed)`` (42 reproduces the
+            authors' simulator); the workload is fixed before the run, so the
+            policy never changes it.
         initial_state: ``"idle"`` (default, as in the paper) or ``"sleeping"``.
         kill_at_walltime: End jobs at their requested time instead of letting
             them overrun (the paper lets them run their actual runtime).
@@ -83,9 +85,11 @@ class Simulation:
         self.repeat_pass = repeat_pass
         self.extra_config = dict(config or {})
         self.env = simpy.Environment()
-        streams = np.random.SeedSequence(seed).spawn(2)
-        self.rng_transitions = np.random.default_rng(streams[0])
-        self.rng_policy = np.random.default_rng(streams[1])
+        # Transition durations draw from default_rng(seed) itself, one normal
+        # per node in command order, as the authors' simulator does (its seed
+        # is 42); other streams are children of the same seed.
+        self.rng_transitions = np.random.default_rng(seed)
+        self.rng_policy = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         try:
             start_state = NodeState[initial_state.upper()]
         except KeyError:

@@ -1,0 +1,1 @@
+"""Policies: queue orders, power managers and the controllers built from them."""

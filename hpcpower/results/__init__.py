@@ -1,0 +1,1 @@
+"""Results: records, summaries, exports and plots."""

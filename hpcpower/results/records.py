@@ -234,7 +234,7 @@ def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
     if not moded or span <= 0:
         return None
     total = 0.0
-    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)]):
+    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)], strict=True):
         if mode == "icon":
             total += max(0.0, min(t1, span) - t0)
     return total / span

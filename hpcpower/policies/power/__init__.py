@@ -1,0 +1,1 @@
+"""Power managers: which nodes sleep and wake."""

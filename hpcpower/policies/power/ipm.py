@@ -54,12 +54,15 @@ class IPM(PowerManager):
         for planned in schedule.plan:
             if planned.start_s <= now + EPS:
                 continue
-            for node in planned.nodes:
+            for node in np.asarray(planned.nodes).tolist():
                 if state[node] == SLEEPING:
                     wake = planned.start_s - lead[node]
                     if wake < earliest.get(node, np.inf):
                         earliest[node] = wake
-        for node in sorted(earliest):
+        # Nodes are woken in order of first appearance in the plan, and
+        # switched off in the order they became idle: the order of the
+        # duration draws then matches the authors' simulator.
+        for node in earliest:
             if earliest[node] <= now + EPS:
                 decision.switch_on.append(node)
             else:
@@ -83,6 +86,8 @@ class IPM(PowerManager):
             idle[planned.nodes] = False
         expiry = cluster.since + self.timeout_s
         expired = np.flatnonzero(idle & (now >= expiry))
+        if len(expired) > 1:
+            expired = expired[np.argsort(cluster.since[expired], kind="stable")]
         if len(expired):
             first_start: dict[int, float] = {}
             for planned in schedule.plan:

@@ -1,0 +1,1 @@
+"""Queue policies: which waiting jobs start, and the plan for the rest."""

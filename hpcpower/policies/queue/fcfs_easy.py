@@ -54,7 +54,7 @@ class FCFSEasy(QueuePolicy):
             return out
 
         head = None
-        for position, job in enumerate(waiting):
+        for position, job in enumerate(waiting):  # noqa: B007 - used after the loop
             pick = releases.select(job.res, now)
             if pick is not None:
                 head = Planned(job, pick[1], pick[0])
