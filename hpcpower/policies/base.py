@@ -15,7 +15,7 @@ implements :class:`Policy` directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,9 @@ class Decision:
         switch_off: Idle nodes to power down now.
         switch_on: Sleeping nodes to wake now.
         call_at: Future times at which the policy wants another pass.
-        plan: The policy's plan for queued jobs (informative).
+        plan: The part of the policy's plan for queued jobs that was made in
+            this pass (informative; planning stops once the power manager has
+            what it needs).
         note: Diagnostics for the decision log (a flat dict of scalars).
     """
 
@@ -111,18 +113,58 @@ class Policy(ABC):
         return {"name": self.name}
 
 
-@dataclass
 class Schedule:
     """A queue policy's answer: jobs that start now and the plan for the rest.
 
+    The plan is produced lazily, entry by entry, because a power manager often
+    needs only its beginning (the first appearance of each sleeping node) and
+    planning a long queue at every pass is the simulator's hot path. Read it
+    within the pass that made it.
+
     Attributes:
         start: Jobs starting now, each on ``job.res`` idle nodes.
-        plan: Queued jobs planned for later, in planning order, each with a
-            planned start and the nodes it is planned on (sleeping ones included).
     """
 
-    start: list[Planned] = field(default_factory=list)
-    plan: list[Planned] = field(default_factory=list)
+    def __init__(
+        self,
+        start: list[Planned] | None = None,
+        plan: Iterable[Planned] | None = None,
+    ) -> None:
+        self.start: list[Planned] = start if start is not None else []
+        self._made: list[Planned] = []
+        self._source: Iterator[Planned] | None = iter(plan) if plan is not None else None
+
+    def iter_plan(self) -> Iterator[Planned]:
+        """Planned jobs in planning order (starts never decrease), made as they are read."""
+        made = self._made
+        i = 0
+        while True:
+            if i < len(made):
+                yield made[i]
+                i += 1
+                continue
+            if self._source is None:
+                return
+            try:
+                made.append(next(self._source))
+            except StopIteration:
+                self._source = None
+                return
+
+    @property
+    def plan(self) -> list[Planned]:
+        """The whole plan (made now if it was not yet)."""
+        for _ in self.iter_plan():
+            pass
+        return self._made
+
+    @property
+    def made(self) -> list[Planned]:
+        """The part of the plan made so far."""
+        return self._made
+
+    def __repr__(self) -> str:
+        return f"<Schedule start {len(self.start)} jobs, {len(self._made)} planned so far>"
 
 
 class QueuePolicy(ABC):
@@ -178,9 +220,11 @@ class Combined(Policy):
     def decide(self, view: SystemView) -> Decision:
         """Plan the queue, start what starts now, then manage power around the plan."""
         schedule = self.queue_policy.schedule(view, self.power.timeout_s)
-        decision = Decision(plan=schedule.plan)
+        decision = Decision()
         decision.start = [(p.job, p.nodes) for p in schedule.start]
         self.power.manage(view, schedule, decision)
+        # Only what the power manager read was planned: the rest is not needed.
+        decision.plan = schedule.made
         return decision
 
     def config(self) -> dict[str, Any]:

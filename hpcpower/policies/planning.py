@@ -73,9 +73,11 @@ class ReleaseMap:
                 end = np.maximum(end, now)
             release[busy] = end
 
+        # Durations are differences of absolute times, as in the authors'
+        # planner: ties between nodes then break on the same floats.
         asleep = state == SLEEPING
         release[asleep] = now + on[asleep]
-        base[asleep] = power[asleep, SWITCHING_ON] * on[asleep]
+        base[asleep] = power[asleep, SWITCHING_ON] * (release[asleep] - now)
 
         waking = state == SWITCHING_ON
         if waking.any():
@@ -89,9 +91,9 @@ class ReleaseMap:
             off_end = since[down] + off[down]
             off_end = np.where(off_end > now, off_end, now + off[down])
             release[down] = off_end + on[down]
-            base[down] = (
-                power[down, SWITCHING_OFF] * (off_end - now) + power[down, SWITCHING_ON] * on[down]
-            )
+            base[down] = power[down, SWITCHING_OFF] * (off_end - now) + power[
+                down, SWITCHING_ON
+            ] * (release[down] - off_end)
 
         self.now = now
         self.release = release

@@ -50,26 +50,55 @@ class IPM(PowerManager):
         state = cluster.state
         lead = cluster.switch_on_mean_s
 
+        idle = state == IDLE
+        for planned in schedule.start:
+            idle[planned.nodes] = False
+        expired = np.empty(0, dtype=np.intp)
+        expiry = None
+        if self.timeout_s is not None:
+            expiry = cluster.since + self.timeout_s
+            expired = np.flatnonzero(idle & (now >= expiry))
+
+        # Only the first appearance in the plan of a sleeping node (its wake)
+        # or of an expired idle node (its protection) matters, and planned
+        # starts never decrease: read the plan until all of them appeared.
+        wanted = set(cluster.sleeping)
+        wanted.update(expired.tolist())
         earliest: dict[int, float] = {}
-        for planned in schedule.plan:
-            if planned.start_s <= now + EPS:
-                continue
-            for node in np.asarray(planned.nodes).tolist():
-                if state[node] == SLEEPING:
-                    wake = planned.start_s - lead[node]
-                    if wake < earliest.get(node, np.inf):
-                        earliest[node] = wake
+        first_start: dict[int, float] = {}
+        if wanted:
+            for planned in schedule.iter_plan():
+                start = planned.start_s
+                for node in np.asarray(planned.nodes).tolist():
+                    if node not in wanted or node in first_start:
+                        continue
+                    first_start[node] = start
+                    if state[node] == SLEEPING and start > now + EPS:
+                        earliest[node] = start - lead[node]
+                if len(first_start) == len(wanted):
+                    break
+
         # Nodes are woken in order of first appearance in the plan, and
-        # switched off in the order they became idle: the order of the
-        # duration draws then matches the authors' simulator.
-        for node in earliest:
-            if earliest[node] <= now + EPS:
+        # switched off in the order they became idle, so that the duration
+        # draws happen in the authors' order.
+        for node, wake in earliest.items():
+            if wake <= now + EPS:
                 decision.switch_on.append(node)
             else:
-                decision.call_at.append(earliest[node])
+                decision.call_at.append(wake)
 
-        if self.timeout_s is not None:
-            self._timeouts(view, schedule, decision)
+        if expiry is not None:
+            if len(expired):
+                expired = expired[np.argsort(cluster.since[expired], kind="stable")]
+                cycle = cluster.switch_off_mean_s + cluster.switch_on_mean_s
+                for node in expired.tolist():
+                    start = first_start.get(node)
+                    if start is None or now + cycle[node] <= start:
+                        decision.switch_off.append(node)
+            waiting = idle & (expiry > now)
+            if waiting.any():
+                decision.call_at.append(float(expiry[waiting].min()))
+
         if cluster.sleeping:
             # The authors' simulator re-plans when a sleeping node would have to
             # start waking for a running job's walltime end.
@@ -77,30 +106,6 @@ class IPM(PowerManager):
             ends.update(now + p.job.reqtime_s for p in schedule.start)
             shift = float(lead[next(iter(cluster.sleeping))])
             decision.call_at.extend(e - shift for e in ends if e - shift > now)
-
-    def _timeouts(self, view: SystemView, schedule: Schedule, decision: Decision) -> None:
-        cluster = view.cluster
-        now = view.now
-        idle = cluster.state == IDLE
-        for planned in schedule.start:
-            idle[planned.nodes] = False
-        expiry = cluster.since + self.timeout_s
-        expired = np.flatnonzero(idle & (now >= expiry))
-        if len(expired) > 1:
-            expired = expired[np.argsort(cluster.since[expired], kind="stable")]
-        if len(expired):
-            first_start: dict[int, float] = {}
-            for planned in schedule.plan:
-                for node in planned.nodes:
-                    first_start.setdefault(int(node), planned.start_s)
-            cycle = cluster.switch_off_mean_s + cluster.switch_on_mean_s
-            for node in expired.tolist():
-                start = first_start.get(node)
-                if start is None or now + cycle[node] <= start:
-                    decision.switch_off.append(node)
-        waiting = idle & (expiry > now)
-        if waiting.any():
-            decision.call_at.append(float(expiry[waiting].min()))
 
     def config(self) -> dict[str, Any]:
         """Name and timeout."""

@@ -53,15 +53,15 @@ class FCFSEasy(QueuePolicy):
         if not waiting:
             return out
 
-        head = None
-        for position, job in enumerate(waiting):  # noqa: B007 - used after the loop
-            pick = releases.select(job.res, now)
-            if pick is not None:
-                head = Planned(job, pick[1], pick[0])
-                break
-        if head is None:
+        # The head is the first waiting job. If it cannot be placed (too few
+        # nodes with a known release, e.g. many jobs past their walltime), there
+        # is no reservation, so no backfilling and no plan in this pass.
+        first = waiting[0]
+        pick = releases.select(first.res, now)
+        if pick is None:
             return out
-        later = waiting[position + 1 :]
+        head = Planned(first, pick[1], pick[0])
+        later = waiting[1:]
 
         reserved = np.zeros(view.cluster.n_nodes, dtype=bool)
         reserved[head.nodes] = True
@@ -82,54 +82,59 @@ class FCFSEasy(QueuePolicy):
             backfilled.add(job.id)
 
         rest = [j for j in later if j.id not in backfilled]
-        out.plan = self._future_plan(view, timeout_s, out.start, head, rest)
-        return out
+        return Schedule(out.start, self._future_plan(view, timeout_s, out.start, head, rest))
 
     @staticmethod
-    def _future_plan(view, timeout_s, started, head, rest) -> list[Planned]:
-        now = view.now
-        # FCFS-forward plan seeded with the head's reservation.
-        releases = ReleaseMap(view, timeout_s)
-        for planned in started:
-            releases.occupy(np.asarray(planned.nodes), now + planned.job.reqtime_s)
-        fcfs = [head]
-        releases.occupy(np.asarray(head.nodes), head.start_s + head.job.reqtime_s)
-        barrier = head.start_s
-        for job in rest:
-            pick = releases.select(job.res, barrier)
-            if pick is None:
-                break
-            nodes, start = pick
-            releases.occupy(nodes, start + job.reqtime_s)
-            fcfs.append(Planned(job, start, nodes))
-            barrier = start
+    def _future_plan(view, timeout_s, started, head, rest):
+        """Yield the projected plan (made on first read, within the pass)."""
+        yield from _project(view, timeout_s, started, head, rest)
 
-        # Move planned jobs earlier into gaps of the per-node timelines.
-        lines = Timelines(releases_at_start(view, timeout_s), view, started)
-        if not lines.window_free(head.nodes, head.start_s, head.start_s + head.job.reqtime_s):
-            return []
-        lines.add(np.asarray(head.nodes), head.start_s, head.start_s + head.job.reqtime_s)
-        plan = [head]
-        for entry in fcfs[1:]:
-            job = entry.job
-            wall = job.reqtime_s
-            if now + EPS < entry.start_s:
-                early = lines.earliest(job.res, wall, now, entry.start_s)
-                if early is not None and early[1] + EPS < entry.start_s:
-                    lines.add(early[0], early[1], early[1] + wall)
-                    plan.append(Planned(job, early[1], early[0]))
-                    continue
-            if lines.window_free(entry.nodes, entry.start_s, entry.start_s + wall):
-                lines.add(np.asarray(entry.nodes), entry.start_s, entry.start_s + wall)
-                plan.append(entry)
+
+def _project(view, timeout_s, started, head, rest) -> list[Planned]:
+    """The head, the FCFS-forward plan, then each job moved into an earlier gap."""
+    now = view.now
+    # FCFS-forward plan seeded with the head's reservation.
+    releases = ReleaseMap(view, timeout_s)
+    for planned in started:
+        releases.occupy(np.asarray(planned.nodes), now + planned.job.reqtime_s)
+    fcfs = [head]
+    releases.occupy(np.asarray(head.nodes), head.start_s + head.job.reqtime_s)
+    barrier = head.start_s
+    for job in rest:
+        pick = releases.select(job.res, barrier)
+        if pick is None:
+            break
+        nodes, start = pick
+        releases.occupy(nodes, start + job.reqtime_s)
+        fcfs.append(Planned(job, start, nodes))
+        barrier = start
+
+    # Move planned jobs earlier into gaps of the per-node timelines.
+    lines = Timelines(releases_at_start(view, timeout_s), view, started)
+    if not lines.window_free(head.nodes, head.start_s, head.start_s + head.job.reqtime_s):
+        return []
+    lines.add(np.asarray(head.nodes), head.start_s, head.start_s + head.job.reqtime_s)
+    plan = [head]
+    for entry in fcfs[1:]:
+        job = entry.job
+        wall = job.reqtime_s
+        if now + EPS < entry.start_s:
+            early = lines.earliest(job.res, wall, now, entry.start_s)
+            if early is not None and early[1] + EPS < entry.start_s:
+                lines.add(early[0], early[1], early[1] + wall)
+                plan.append(Planned(job, early[1], early[0]))
                 continue
-            slide = lines.earliest(job.res, wall, entry.start_s)
-            if slide is None:
-                break
-            lines.add(slide[0], slide[1], slide[1] + wall)
-            plan.append(Planned(job, slide[1], slide[0]))
-        plan.sort(key=lambda p: p.start_s)
-        return plan
+        if lines.window_free(entry.nodes, entry.start_s, entry.start_s + wall):
+            lines.add(np.asarray(entry.nodes), entry.start_s, entry.start_s + wall)
+            plan.append(entry)
+            continue
+        slide = lines.earliest(job.res, wall, entry.start_s)
+        if slide is None:
+            break
+        lines.add(slide[0], slide[1], slide[1] + wall)
+        plan.append(Planned(job, slide[1], slide[0]))
+    plan.sort(key=lambda p: p.start_s)
+    return plan
 
 
 def releases_at_start(view, timeout_s) -> ReleaseMap:

@@ -10,6 +10,8 @@ authors' ``snf_psas``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
@@ -39,11 +41,11 @@ class SNF(QueuePolicy):
             idle = np.setdiff1d(idle, nodes, assume_unique=True)
             out.start.append(Planned(job, now, nodes))
             k += 1
-        plan_forward(releases, jobs[k:], now, out.plan)
+        out = Schedule(out.start, plan_forward(releases, jobs[k:], now))
         return out
 
 
-def plan_forward(releases: ReleaseMap, jobs, barrier: float, plan: list[Planned]) -> None:
+def plan_forward(releases: ReleaseMap, jobs, barrier: float) -> Iterator[Planned]:
     """Plan ``jobs`` in the given order: each at its earliest start not before the barrier.
 
     The barrier moves to each planned start, so planned starts never go back
@@ -56,5 +58,5 @@ def plan_forward(releases: ReleaseMap, jobs, barrier: float, plan: list[Planned]
             break
         nodes, start = pick
         releases.occupy(nodes, start + job.reqtime_s)
-        plan.append(Planned(job, start, nodes))
+        yield Planned(job, start, nodes)
         barrier = start
