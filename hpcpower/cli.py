@@ -132,7 +132,8 @@ def _cmd_platforms(_args: argparse.Namespace) -> int:
         p = load_platform(name)
         t = p.node_types[0]
         print(
-            f"{name:<12} {p.n_nodes:>5} nodes  computing {t.power_w[3]:g} W, idle {t.power_w[2]:g} W, "
+            f"{name:<12} {p.n_nodes:>5} nodes  computing {t.power_w[3]:g} W, "
+            f"idle {t.power_w[2]:g} W, "
             f"sleeping {t.power_w[0]:g} W, on {t.switch_on.mean_s:g}±{t.switch_on.sd_s:g} s, "
             f"off {t.switch_off.mean_s:g}±{t.switch_off.sd_s:g} s"
         )

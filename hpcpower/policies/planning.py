@@ -12,7 +12,8 @@ idle                      now                                             0
 computing                 start + walltime; ``inf`` once overrun          0
 sleeping                  now + lead (lead = mean switch-on time)         P_on · lead
 switching on              start + mean; ``now + mean`` once overdue       P_on · (release − now)
-switching off             off end (as above) + lead                       P_off · (off end − now) + P_on · lead
+switching off             off end (as above) + lead                       P_off · (off end − now)
+                                                                          + P_on · lead
 ========================  ==============================================  ==========================
 
 :func:`ReleaseMap.select` then picks the ``r`` nodes for a job: the start is
@@ -32,6 +33,22 @@ EPS = 1e-9
 
 #: Node-state rank in tie-breaks: idle, computing, switching on, other.
 _RANK = np.array([3, 2, 0, 1, 3], dtype=np.int8)  # indexed by NodeState value
+
+
+def idle_order(cluster, now: float, timeout_s: float | None) -> np.ndarray:
+    """Idle node ids in the order a job starting now takes them.
+
+    Every idle node costs nothing for a job starting now, so the choice falls
+    to the tie-breaks: longest remaining idle timeout first (the node idle for
+    the shortest time), then lowest id. Jobs dispatched in one pass take
+    consecutive runs of this order.
+    """
+    idle = np.fromiter(cluster.idle, dtype=np.intp, count=len(cluster.idle))
+    if timeout_s is None or len(idle) < 2:
+        idle.sort()
+        return idle
+    rank = -((cluster.since[idle] + timeout_s) - now)
+    return idle[np.lexsort((idle, rank))]
 
 
 class ReleaseMap:

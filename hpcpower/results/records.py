@@ -201,7 +201,7 @@ class Results:
         return rows
 
     def to_pandas(self, what: str = "jobs"):
-        """A table as a pandas DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
+        """A table as a DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
         import pandas as pd
 
         if what == "jobs":

@@ -6,7 +6,7 @@ from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView
 
 
 class AlwaysOn(PowerManager):
-    """Keep every node powered; sleeping nodes (if a scenario starts them asleep) wake when needed."""
+    """Keep every node powered; nodes that start asleep are woken when the plan needs them."""
 
     name = "always-on"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.planning import EPS, ReleaseMap, Timelines
+from hpcpower.policies.planning import EPS, ReleaseMap, Timelines, idle_order
 
 
 class FCFSEasy(QueuePolicy):
@@ -36,22 +36,21 @@ class FCFSEasy(QueuePolicy):
         if not len(view.queue):
             return out
         now = view.now
-        releases = ReleaseMap(view, timeout_s)
         jobs = view.queue.fcfs()
-        idle = np.fromiter(sorted(view.cluster.idle), dtype=np.intp)
-
-        k = 0
+        idle = idle_order(view.cluster, now, timeout_s)
+        used = 0
         for job in jobs:
-            if job.res > len(idle):
+            if job.res > len(idle) - used:
                 break
-            nodes, _ = releases.select(job.res, now, idle)
-            releases.occupy(nodes, now + job.reqtime_s)
-            idle = np.setdiff1d(idle, nodes, assume_unique=True)
-            out.start.append(Planned(job, now, nodes))
-            k += 1
-        waiting = jobs[k:]
+            out.start.append(Planned(job, now, idle[used : used + job.res]))
+            used += job.res
+        idle = idle[used:]
+        waiting = jobs[len(out.start) :]
         if not waiting:
             return out
+        releases = ReleaseMap(view, timeout_s)
+        for planned in out.start:
+            releases.occupy(planned.nodes, now + planned.job.reqtime_s)
 
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
@@ -67,16 +66,15 @@ class FCFSEasy(QueuePolicy):
         reserved[head.nodes] = True
         backfilled: set[int] = set()
         for job in later:
+            if job.res > len(idle):
+                continue
             free = idle[~reserved[idle]]
             if job.res <= len(free):
-                nodes, _ = releases.select(job.res, now, free)
-            elif job.res <= len(idle):
-                nodes, _ = releases.select(job.res, now, idle)
+                nodes = free[: job.res]
+            else:
+                nodes = idle[: job.res]
                 if reserved[nodes].any() and now + job.reqtime_s > head.start_s + EPS:
                     continue
-            else:
-                continue
-            releases.occupy(nodes, now + job.reqtime_s)
             idle = np.setdiff1d(idle, nodes, assume_unique=True)
             out.start.append(Planned(job, now, nodes))
             backfilled.add(job.id)

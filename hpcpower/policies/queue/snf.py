@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.planning import ReleaseMap
+from hpcpower.policies.planning import ReleaseMap, idle_order
 
 
 class SNF(QueuePolicy):
@@ -29,20 +27,26 @@ class SNF(QueuePolicy):
         if not len(view.queue):
             return out
         now = view.now
-        releases = ReleaseMap(view, timeout_s)
         jobs = view.queue.snf()
-        idle = np.fromiter(sorted(view.cluster.idle), dtype=np.intp)
-        k = 0
+        idle = idle_order(view.cluster, now, timeout_s)
+        used = 0
         for job in jobs:
-            if job.res > len(idle):
+            if job.res > len(idle) - used:
                 break
-            nodes, _ = releases.select(job.res, now, idle)
-            releases.occupy(nodes, now + job.reqtime_s)
-            idle = np.setdiff1d(idle, nodes, assume_unique=True)
-            out.start.append(Planned(job, now, nodes))
-            k += 1
-        out = Schedule(out.start, plan_forward(releases, jobs[k:], now))
-        return out
+            out.start.append(Planned(job, now, idle[used : used + job.res]))
+            used += job.res
+        rest = jobs[len(out.start) :]
+        return Schedule(out.start, _plan(view, timeout_s, out.start, rest))
+
+
+def _plan(view: SystemView, timeout_s: float | None, started: list[Planned], jobs):
+    """The forward plan, made only when a power manager reads it (within the pass)."""
+    if not jobs:
+        return
+    releases = ReleaseMap(view, timeout_s)
+    for planned in started:
+        releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
+    yield from plan_forward(releases, jobs, view.now)
 
 
 def plan_forward(releases: ReleaseMap, jobs, barrier: float) -> Iterator[Planned]:
