@@ -44,6 +44,10 @@ class JobQueue:
         del self._snf_keys[i]
         del self._snf_jobs[i]
 
+    def min_res(self) -> int:
+        """Fewest nodes any waiting job requests (0 when the queue is empty)."""
+        return self._snf_keys[0][0] if self._snf_keys else 0
+
     def __contains__(self, job: Job) -> bool:
         return job.id in self._fcfs
 

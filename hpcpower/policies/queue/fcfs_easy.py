@@ -48,6 +48,10 @@ class FCFSEasy(QueuePolicy):
         waiting = jobs[len(out.start) :]
         if not waiting:
             return out
+        if view.queue.min_res() > len(idle):
+            # Nothing else can start now: the head's reservation and the plan
+            # matter only to a power manager that reads them.
+            return Schedule(out.start, _plan_later(view, timeout_s, out.start, waiting))
         releases = ReleaseMap(view, timeout_s)
         for planned in out.start:
             releases.occupy(planned.nodes, now + planned.job.reqtime_s)
@@ -80,12 +84,25 @@ class FCFSEasy(QueuePolicy):
             backfilled.add(job.id)
 
         rest = [j for j in later if j.id not in backfilled]
-        return Schedule(out.start, self._future_plan(view, timeout_s, out.start, head, rest))
+        return Schedule(out.start, _lazy(_project, view, timeout_s, out.start, head, rest))
 
-    @staticmethod
-    def _future_plan(view, timeout_s, started, head, rest):
-        """Yield the projected plan (made on first read, within the pass)."""
-        yield from _project(view, timeout_s, started, head, rest)
+
+def _plan_later(view, timeout_s, started, waiting):
+    """Reserve for the head and project the queue, when first read."""
+    releases = ReleaseMap(view, timeout_s)
+    for planned in started:
+        releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
+    first = waiting[0]
+    pick = releases.select(first.res, view.now)
+    if pick is None:
+        return
+    head = Planned(first, pick[1], pick[0])
+    yield from _project(view, timeout_s, started, head, waiting[1:])
+
+
+def _lazy(make, *args):
+    """Call ``make(*args)`` when first read, and yield its entries."""
+    yield from make(*args)
 
 
 def _project(view, timeout_s, started, head, rest) -> list[Planned]:
