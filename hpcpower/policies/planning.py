@@ -25,6 +25,8 @@ on, other; then longest remaining idle timeout; then node id).
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from hpcpower.engine.cluster import COMPUTING, IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON
@@ -129,6 +131,13 @@ class ReleaseMap:
         #: Nodes with a finite release at the start of the pass (plannable).
         self.usable = self.ids[np.isfinite(release)]
 
+    def copy(self) -> ReleaseMap:
+        """A copy whose release times can be advanced independently (static data shared)."""
+        twin = object.__new__(ReleaseMap)
+        twin.__dict__.update(self.__dict__)
+        twin.release = self.release.copy()
+        return twin
+
     def select(
         self, r: int, min_start: float, candidates: np.ndarray | None = None
     ) -> tuple[np.ndarray, float] | None:
@@ -197,6 +206,8 @@ class Timelines:
             self._append(
                 nodes, np.full(len(nodes), now), np.full(len(nodes), now + planned.job.reqtime_s)
             )
+        finite = self.finish[np.isfinite(self.finish)]
+        self._finishes: list[float] = np.unique(finite).tolist()
 
     @staticmethod
     def _resting_segments(releases, cluster, now, on):
@@ -227,17 +238,21 @@ class Timelines:
         """Reserve ``nodes`` over ``[start, finish)``."""
         k = len(nodes)
         self._append(np.asarray(nodes), np.full(k, start), np.full(k, finish))
+        if np.isfinite(finish):
+            i = bisect.bisect_left(self._finishes, finish)
+            if i == len(self._finishes) or self._finishes[i] != finish:
+                self._finishes.insert(i, finish)
 
     def finish_times(self, lo: float, hi: float = np.inf) -> np.ndarray:
         """Distinct finite segment finish times in ``[lo - EPS, hi - EPS)``, sorted."""
-        f = self.finish[np.isfinite(self.finish)]
-        f = np.unique(f)
-        return f[(f >= lo - EPS) & (f < hi - EPS)]
+        f = self._finishes
+        return np.array(f[bisect.bisect_left(f, lo - EPS) : bisect.bisect_left(f, hi - EPS)])
 
     def gaps(self, nodes: np.ndarray, times: np.ndarray):
         """For nodes × times: (free, idle_since, free_until)."""
-        s = self.start[nodes][:, :, None]
-        f = self.finish[nodes][:, :, None]
+        used = int(self.count.max())
+        s = self.start[nodes, :used][:, :, None]
+        f = self.finish[nodes, :used][:, :, None]
         t = times[None, None, :]
         begun = s <= t
         covered = (begun & (f > t)).any(axis=1)
@@ -247,8 +262,15 @@ class Timelines:
 
     def window_free(self, nodes: np.ndarray, start: float, finish: float) -> bool:
         """Whether every node is free at ``start`` and stays free until ``finish``."""
-        free, _, until = self.gaps(np.asarray(nodes), np.array([start]))
-        return bool(free.all() and (finish <= until[:, 0] + EPS).all())
+        used = int(self.count.max())
+        nodes = np.asarray(nodes)
+        s = self.start[nodes, :used]
+        f = self.finish[nodes, :used]
+        begun = s <= start
+        if (begun & (f > start)).any():
+            return False
+        free_until = np.where(begun, np.inf, s).min(axis=1)
+        return bool((finish <= free_until + EPS).all())
 
     def earliest(
         self, r: int, walltime_s: float, min_start: float, max_start: float | None = None

@@ -52,7 +52,8 @@ class FCFSEasy(QueuePolicy):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, waiting))
-        releases = ReleaseMap(view, timeout_s)
+        base = ReleaseMap(view, timeout_s)
+        releases = base.copy()
         for planned in out.start:
             releases.occupy(planned.nodes, now + planned.job.reqtime_s)
 
@@ -84,12 +85,13 @@ class FCFSEasy(QueuePolicy):
             backfilled.add(job.id)
 
         rest = [j for j in later if j.id not in backfilled]
-        return Schedule(out.start, _lazy(_project, view, timeout_s, out.start, head, rest))
+        return Schedule(out.start, _lazy(_project, view, base, out.start, head, rest))
 
 
 def _plan_later(view, timeout_s, started, waiting):
     """Reserve for the head and project the queue, when first read."""
-    releases = ReleaseMap(view, timeout_s)
+    base = ReleaseMap(view, timeout_s)
+    releases = base.copy()
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
     first = waiting[0]
@@ -97,7 +99,7 @@ def _plan_later(view, timeout_s, started, waiting):
     if pick is None:
         return
     head = Planned(first, pick[1], pick[0])
-    yield from _project(view, timeout_s, started, head, waiting[1:])
+    yield from _project(view, base, started, head, waiting[1:])
 
 
 def _lazy(make, *args):
@@ -105,11 +107,14 @@ def _lazy(make, *args):
     yield from make(*args)
 
 
-def _project(view, timeout_s, started, head, rest) -> list[Planned]:
-    """The head, the FCFS-forward plan, then each job moved into an earlier gap."""
+def _project(view, base: ReleaseMap, started, head, rest) -> list[Planned]:
+    """The head, the FCFS-forward plan, then each job moved into an earlier gap.
+
+    ``base`` is the release map of the pass before any job was placed.
+    """
     now = view.now
     # FCFS-forward plan seeded with the head's reservation.
-    releases = ReleaseMap(view, timeout_s)
+    releases = base.copy()
     for planned in started:
         releases.occupy(np.asarray(planned.nodes), now + planned.job.reqtime_s)
     fcfs = [head]
@@ -125,7 +130,7 @@ def _project(view, timeout_s, started, head, rest) -> list[Planned]:
         barrier = start
 
     # Move planned jobs earlier into gaps of the per-node timelines.
-    lines = Timelines(releases_at_start(view, timeout_s), view, started)
+    lines = Timelines(base, view, started)
     if not lines.window_free(head.nodes, head.start_s, head.start_s + head.job.reqtime_s):
         return []
     lines.add(np.asarray(head.nodes), head.start_s, head.start_s + head.job.reqtime_s)
@@ -150,8 +155,3 @@ def _project(view, timeout_s, started, head, rest) -> list[Planned]:
         plan.append(Planned(job, slide[1], slide[0]))
     plan.sort(key=lambda p: p.start_s)
     return plan
-
-
-def releases_at_start(view, timeout_s) -> ReleaseMap:
-    """A fresh release map of the pass (before any job of this pass is placed)."""
-    return ReleaseMap(view, timeout_s)
