@@ -39,6 +39,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "seed": 0,
         "initial_state": "idle",
         "kill_at_walltime": False,
+        "repeat_pass": True,
     },
     "platform": {"name": "aoba-64"},
     "workload": {
@@ -48,6 +49,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "first": 0,
         "jobs": "",
         "shift_to_zero": True,
+        "on_missing_reqtime": "runtime",
         "n_jobs": 3000,
         "nodes": 64,
         "target_utilization": 0.40,
@@ -73,9 +75,12 @@ def _coerce(value: Any, default: Any, key: str) -> Any:
         raise InputError(f"setting {key}: expected true or false, got {value!r}")
     if isinstance(default, int) and not isinstance(default, bool):
         try:
-            return int(value)
+            number = float(value)
         except (TypeError, ValueError):
-            raise InputError(f"setting {key}: expected a whole number, got {value!r}") from None
+            number = float("nan")
+        if not number.is_integer():
+            raise InputError(f"setting {key}: expected a whole number, got {value!r}")
+        return int(number)
     if isinstance(default, float):
         if isinstance(value, str) and value.lower() in ("none", "inf"):
             return None if value.lower() == "none" else float("inf")
@@ -124,11 +129,13 @@ def resolve(
     for key, value in (overrides or {}).items():
         _set(config, key, value, where="--set")
     wl = config["workload"]
-    if wl["path"]:
-        wl["path"] = (
-            str((base / wl["path"]).resolve()) if not Path(wl["path"]).is_absolute() else wl["path"]
-        )
-    elif not wl["generator"]:
+    if wl["path"] and not Path(wl["path"]).is_absolute():
+        wl["path"] = str((base / wl["path"]).resolve())
+    # A platform given as a file is found beside the scenario, like the workload.
+    name = str(config["platform"]["name"])
+    if name.endswith(".json") and not Path(name).is_absolute():
+        config["platform"]["name"] = str((base / name).resolve())
+    if not wl["path"] and not wl["generator"]:
         raise InputError("workload: give workload.path or workload.generator")
     return config
 
@@ -163,21 +170,26 @@ def build(config: dict[str, Any]):
     wl = config["workload"]
     if wl["path"]:
         options: dict[str, Any] = {"procs_per_node": wl["procs_per_node"]}
+        segment = None
+        if wl["jobs"]:
+            lo, _, hi = str(wl["jobs"]).partition("..")
+            try:
+                segment = (int(lo), int(hi))
+            except ValueError:
+                raise InputError(
+                    f"setting workload.jobs: expected 'i..j', got {wl['jobs']!r}"
+                ) from None
         if str(wl["path"]).endswith((".swf", ".swf.gz")):
             if wl["first"]:
                 options["first"] = wl["first"]
-            if wl["jobs"]:
-                lo, _, hi = str(wl["jobs"]).partition("..")
-                try:
-                    options["jobs"] = (int(lo), int(hi))
-                except ValueError:
-                    raise InputError(
-                        f"setting workload.jobs: expected 'i..j', got {wl['jobs']!r}"
-                    ) from None
+            if segment:
+                options["jobs"] = segment
             options["shift_to_zero"] = wl["shift_to_zero"]
-        workload = load_workload(wl["path"], **options)
-        if wl["first"] and len(workload.jobs) > wl["first"]:
-            workload.jobs = workload.jobs[: wl["first"]]
+            options["on_missing_reqtime"] = wl["on_missing_reqtime"]
+            workload = load_workload(wl["path"], **options)
+        else:
+            workload = load_workload(wl["path"], **options)
+            workload = _segment(workload, wl["first"], segment)
     elif wl["generator"] == "markovian":
         workload = markovian(
             wl["n_jobs"],
@@ -200,5 +212,34 @@ def build(config: dict[str, Any]):
         seed=sim["seed"],
         initial_state=sim["initial_state"],
         kill_at_walltime=sim["kill_at_walltime"],
+        repeat_pass=sim["repeat_pass"],
         config={"scenario": config},
     )
+
+
+def _segment(workload, first: int, segment: tuple[int, int] | None):
+    """Keep the first ``first`` jobs or jobs ``i..j`` (1-based, inclusive), renumbered."""
+    from dataclasses import replace
+
+    jobs = workload.jobs
+    n = len(jobs)
+    if segment is not None:
+        lo, hi = segment
+        if not 1 <= lo <= hi <= n:
+            raise InputError(
+                f"setting workload.jobs: {lo}..{hi} is outside the {n} jobs of {workload.source}"
+            )
+        jobs = jobs[lo - 1 : hi]
+        workload.notes.append(f"kept jobs {lo}..{hi} of {n}")
+    if first:
+        if first > len(jobs):
+            raise InputError(
+                f"setting workload.first: {first} is more than the {len(jobs)} jobs available"
+            )
+        jobs = jobs[:first]
+    if jobs is not workload.jobs:
+        shift = jobs[0].submit_s if segment is not None and jobs else 0.0
+        workload.jobs = [
+            replace(j, id=i, submit_s=j.submit_s - shift) for i, j in enumerate(jobs)
+        ]
+    return workload

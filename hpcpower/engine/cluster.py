@@ -222,13 +222,13 @@ class Cluster:
     def describe_node(self, node: int) -> str:
         """One line about a node: state, since when, job."""
         state = STATE_LABELS[self.state[node]]
-        text = f"<Node {node}: {state} since t={self.since[node]:g} s"
+        text = f"<Node {node}: {state} since t={self.since[node]:.10g} s"
         if self.job_on[node] >= 0:
             text += f", job {self.job_on[node]}"
         if not np.isnan(self.transition_end_s[node]):
-            text += f", until t={self.transition_end_s[node]:g} s"
+            text += f", until t={self.transition_end_s[node]:.10g} s"
         return text + ">"
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{c} {STATE_LABELS[s]}" for s, c in enumerate(self.counts) if c)
-        return f"<Cluster {self.platform.name} at t={self.env.now:g} s: {parts}>"
+        return f"<Cluster {self.platform.name} at t={self.env.now:.10g} s: {parts}>"

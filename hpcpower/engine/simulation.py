@@ -32,7 +32,7 @@ from simpy.core import EmptySchedule
 
 from hpcpower.engine.cluster import Cluster
 from hpcpower.engine.queue import JobQueue, Running
-from hpcpower.errors import PolicyError
+from hpcpower.errors import InputError, PolicyError
 from hpcpower.platform import NodeState, Platform
 from hpcpower.policies.base import Decision, Policy, SystemView
 from hpcpower.workload.job import Job, Workload
@@ -76,6 +76,7 @@ class Simulation:
     ) -> None:
         if not isinstance(workload, Workload):
             workload = Workload(list(workload), source="jobs")
+        _check_jobs(workload)
         self.platform = platform
         self.workload = workload
         self.policy = policy
@@ -112,6 +113,8 @@ class Simulation:
         self.rejected: dict[int, str] = {}
         self.decisions: list[dict[str, Any]] = []
         self.last_decision: Decision | None = None
+        #: Why the last controller pass ran (see :class:`SystemView`).
+        self.last_triggers: frozenset[str] = frozenset()
         self.passes = 0
         self.finished = False
         self.end_s: float | None = None
@@ -214,6 +217,7 @@ class Simulation:
         view.arrived = self._arrived
         view.completed = self._completed
         view.first = self._first
+        self.last_triggers = view.triggers
         self._triggers = set()
         self._arrived = []
         self._completed = []
@@ -316,7 +320,13 @@ class Simulation:
             self._progress = tick
         try:
             if until is not None:
-                if until > self.env.now and not self.finished:
+                step = self.env.step
+                try:
+                    while not self.finished and self.env.peek() < until:
+                        step()
+                except EmptySchedule:
+                    pass
+                if not self.finished and until > self.env.now:
                     self.env.run(until=until)
                 return None
             if not self.finished:
@@ -373,7 +383,29 @@ class Simulation:
 
     def __repr__(self) -> str:
         return (
-            f"<Simulation t={self.env.now:g} s, {self.policy.name} on {self.platform.name}: "
+            f"<Simulation t={self.env.now:.10g} s, {self.policy.name} on {self.platform.name}: "
             f"{len(self.queue)} waiting, {len(self.running)} running, "
             f"{self._done_count}/{len(self.workload.jobs)} done>"
         )
+
+
+def _check_jobs(workload: Workload) -> None:
+    """Jobs must be in submit order with ``id`` equal to their position."""
+    previous = -np.inf
+    for position, job in enumerate(workload.jobs):
+        if job.id != position:
+            raise InputError(
+                f"{workload.source}: job {job.name!r} has id {job.id} at position {position}; "
+                "ids must number the jobs 0, 1, 2, ... in submit order"
+            )
+        if job.submit_s < previous:
+            raise InputError(
+                f"{workload.source}: job {job.name!r} (id {job.id}) is submitted at "
+                f"{job.submit_s:g} s, before the job listed ahead of it; sort jobs by submit time"
+            )
+        if job.res < 1 or not job.runtime_s >= 0 or not job.reqtime_s >= 0:
+            raise InputError(
+                f"{workload.source}: job {job.name!r} (id {job.id}) needs res >= 1 and "
+                "non-negative runtime and requested time"
+            )
+        previous = job.submit_s

@@ -34,8 +34,10 @@ class SystemView:
             ``switching_on``, ``switching_off`` (read-only).
         queue: Waiting jobs, in arrival order and in SNF order.
         running: Running jobs by id, with start time and nodes.
-        triggers: Why this pass runs: any of ``"start"``, ``"arrival"``,
-            ``"completion"``, ``"transition"``, ``"wakeup"``.
+        triggers: Why this pass runs: any of ``"start"`` (the first pass),
+            ``"arrival"``, ``"completion"``, ``"transition"`` (a switch-on or
+            switch-off ended), ``"wakeup"`` (a time the policy asked for) and
+            ``"commands"`` (the repeat pass after a pass that issued commands).
         arrived: Jobs that arrived since the previous pass.
         completed: Jobs that finished since the previous pass.
         first: True on the first pass of the simulation.

@@ -7,6 +7,7 @@ policy is registered by adding one entry to :data:`POLICIES` (or by passing a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -54,8 +55,13 @@ def make_policy(name: str, **params: Any) -> Policy:
         factory, _ = POLICIES[name]
     except KeyError:
         raise InputError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}") from None
-    try:
-        return factory(**params)
-    except TypeError as exc:
-        bad = ", ".join(f"policy.{k}" for k in params)
-        raise InputError(f"policy {name!r} does not take setting(s) {bad}: {exc}") from None
+    accepted = inspect.signature(factory).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        unknown = [k for k in params if k not in accepted]
+        if unknown:
+            known = ", ".join(f"policy.{k}" for k in accepted) or "none"
+            raise InputError(
+                f"policy {name!r} has no setting {', '.join('policy.' + k for k in unknown)} "
+                f"(its settings: {known})"
+            )
+    return factory(**params)

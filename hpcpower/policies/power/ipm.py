@@ -73,7 +73,9 @@ class IPM(PowerManager):
                     if node not in wanted or node in first_start:
                         continue
                     first_start[node] = start
-                    if state[node] == SLEEPING and start > now + EPS:
+                    # (A sleeping node is planned at now + lead at the earliest;
+                    # with a zero lead that is now, and it is woken at once.)
+                    if state[node] == SLEEPING:
                         earliest[node] = start - lead[node]
                 if len(first_start) == len(wanted):
                     break

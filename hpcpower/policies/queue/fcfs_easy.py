@@ -4,9 +4,11 @@ At each pass (the authors' ``easy_psas``):
 
 1. **FCFS dispatch**: start jobs in arrival order on idle nodes while they
    fit; stop at the first that does not.
-2. **Head reservation**: the first waiting job that can be placed gets the
-   earliest start on specific nodes (sleeping ones included, charged their
-   wake), chosen by :meth:`ReleaseMap.select`.
+2. **Head reservation**: the first waiting job gets the earliest start on
+   specific nodes (sleeping ones included, charged their wake), chosen by
+   :meth:`ReleaseMap.select`. If it cannot be placed (too few nodes with a
+   known release, as when jobs run past their walltime), the pass stops here:
+   no backfilling and no plan.
 3. **Backfill now**: every later job, in arrival order, starts now if it fits
    on idle nodes outside the head's reservation, or on idle nodes including
    reserved ones if it ends (by walltime) before the head's start.
