@@ -101,13 +101,22 @@ class IPM(PowerManager):
             if waiting.any():
                 decision.call_at.append(float(expiry[waiting].min()))
 
-        if cluster.sleeping:
-            # The authors' simulator re-plans when a sleeping node would have to
-            # start waking for a running job's walltime end.
-            ends = {r.expected_end_s for r in view.running.values()}
-            ends.update(now + p.job.reqtime_s for p in schedule.start)
+        # The authors' simulator re-plans when a sleeping node would have to
+        # start waking for a running job's walltime end: each end is asked for
+        # once, at the first pass that sees sleeping nodes while the job runs.
+        pending = self._pending_ends
+        for record in view.completed:
+            pending.pop(record.job.id, None)
+        for planned in schedule.start:
+            pending[planned.job.id] = now + planned.job.reqtime_s
+        if cluster.sleeping and pending:
             shift = float(lead[next(iter(cluster.sleeping))])
-            decision.call_at.extend(e - shift for e in ends if e - shift > now)
+            decision.call_at.extend(e - shift for e in pending.values() if e - shift > now)
+            pending.clear()
+
+    def reset(self, cluster) -> None:
+        """Forget the walltime ends of a previous run."""
+        self._pending_ends: dict[int, float] = {}
 
     def config(self) -> dict[str, Any]:
         """Name and timeout."""
