@@ -77,6 +77,8 @@ class Cluster:
         self.switch_on_mean_s = np.array([t.switch_on.mean_s for t in types])
         self.switch_off_mean_s = np.array([t.switch_off.mean_s for t in types])
         self.speed = np.array([t.speed for t in types])
+        #: True when every node computes at speed 1 (job duration = runtime).
+        self.unit_speed = bool((self.speed == 1.0).all())
         self._on_models = [t.switch_on for t in types]
         self._off_models = [t.switch_off for t in types]
         all_nodes = set(range(n))
@@ -174,18 +176,19 @@ class Cluster:
 
         ``expected_end_s`` (start + walltime) is kept for planners.
         """
-        gang = np.fromiter(nodes, dtype=np.intp)
+        gang = nodes if isinstance(nodes, np.ndarray) else np.fromiter(nodes, dtype=np.intp)
         if len(gang) == 0:
             raise IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
-        states = self.state[gang]
-        if (states != IDLE).any():
-            bad = int(gang[np.argmax(states != IDLE)])
+        busy = self.state[gang] != IDLE
+        if busy.any():
+            bad = int(gang[np.argmax(busy)])
             raise IllegalTransition(
                 f"job {job_id} cannot start on node {bad}: it is "
                 f"{STATE_LABELS[self.state[bad]]}, not idle, at t={self.env.now:g} s"
             )
-        if len(np.unique(gang)) != len(gang):
-            raise IllegalTransition(f"job {job_id}: node list has duplicates: {gang.tolist()}")
+        listed = gang.tolist()
+        if len(set(listed)) != len(listed):
+            raise IllegalTransition(f"job {job_id}: node list has duplicates: {listed}")
         self._move_many(gang, IDLE, COMPUTING)
         self.job_on[gang] = job_id
         self.expected_end_s[gang] = expected_end_s

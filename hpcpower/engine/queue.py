@@ -22,12 +22,24 @@ def snf_key(job: Job) -> tuple[int, float, int]:
 
 
 class JobQueue:
-    """Waiting jobs, readable in arrival (FCFS) order and in SNF order."""
+    """Waiting jobs, readable in arrival (FCFS) order and in SNF order.
+
+    Besides the job objects, the queue keeps the FCFS-ordered columns
+    ``res`` and ``reqtime_s`` in numpy arrays (removed jobs are masked and
+    compacted now and then), so a backfilling scan over a long queue is a
+    few array operations instead of a Python loop.
+    """
 
     def __init__(self) -> None:
         self._fcfs: dict[int, Job] = {}
         self._snf_keys: list[tuple[int, float, int]] = []
         self._snf_jobs: list[Job] = []
+        self._ids = np.empty(64, dtype=np.int64)
+        self._res = np.empty(64, dtype=np.int64)
+        self._req = np.empty(64, dtype=float)
+        self._alive = np.zeros(64, dtype=bool)
+        self._slot: dict[int, int] = {}
+        self._used = 0
 
     def push(self, job: Job) -> None:
         """Add an arrived job."""
@@ -36,6 +48,15 @@ class JobQueue:
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
         self._snf_jobs.insert(i, job)
+        if self._used == len(self._ids):
+            self._compact(grow=True)
+        k = self._used
+        self._ids[k] = job.id
+        self._res[k] = job.res
+        self._req[k] = job.reqtime_s
+        self._alive[k] = True
+        self._slot[job.id] = k
+        self._used += 1
 
     def remove(self, job: Job) -> None:
         """Take a job out (it starts)."""
@@ -43,6 +64,34 @@ class JobQueue:
         i = bisect.bisect_left(self._snf_keys, snf_key(job))
         del self._snf_keys[i]
         del self._snf_jobs[i]
+        self._alive[self._slot.pop(job.id)] = False
+
+    def _compact(self, grow: bool) -> None:
+        keep = np.flatnonzero(self._alive[: self._used])
+        size = max(64, 2 * len(keep)) if grow else len(self._ids)
+        size = max(size, len(keep) + 1)
+        for name in ("_ids", "_res", "_req"):
+            old = getattr(self, name)
+            new = np.empty(size, dtype=old.dtype)
+            new[: len(keep)] = old[keep]
+            setattr(self, name, new)
+        self._alive = np.zeros(size, dtype=bool)
+        self._alive[: len(keep)] = True
+        self._used = len(keep)
+        self._slot = {int(job_id): k for k, job_id in enumerate(self._ids[: self._used].tolist())}
+
+    def fcfs_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order."""
+        alive = self._alive[: self._used]
+        return (
+            self._ids[: self._used][alive],
+            self._res[: self._used][alive],
+            self._req[: self._used][alive],
+        )
+
+    def job(self, job_id: int) -> Job:
+        """The waiting job with this id."""
+        return self._fcfs[job_id]
 
     def min_res(self) -> int:
         """Fewest nodes any waiting job requests (0 when the queue is empty)."""

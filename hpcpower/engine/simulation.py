@@ -114,7 +114,7 @@ class Simulation:
         self.decisions: list[dict[str, Any]] = []
         self.last_decision: Decision | None = None
         #: Why the last controller pass ran (see :class:`SystemView`).
-        self.last_triggers: frozenset[str] = frozenset()
+        self.last_triggers: set[str] = set()
         self.passes = 0
         self.finished = False
         self.end_s: float | None = None
@@ -213,7 +213,7 @@ class Simulation:
             return
         view = self._view
         view.now = self.env.now
-        view.triggers = frozenset(self._triggers)
+        view.triggers = self._triggers
         view.arrived = self._arrived
         view.completed = self._completed
         view.first = self._first
@@ -247,7 +247,7 @@ class Simulation:
                     f"was given {len(nodes)} at t={now:g} s"
                 )
             gang = cluster.allocate(job.id, nodes)
-            slowest = float(cluster.speed[gang].min())
+            slowest = 1.0 if cluster.unit_speed else float(cluster.speed[gang].min())
             cluster.expected_end_s[gang] = now + job.reqtime_s / slowest
             self.queue.remove(job)
             record = Running(job, now, gang)

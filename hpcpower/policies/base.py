@@ -47,7 +47,7 @@ class SystemView:
     cluster: Cluster
     queue: JobQueue
     running: dict[int, Running]
-    triggers: frozenset[str] = frozenset()
+    triggers: set[str] = field(default_factory=set)
     arrived: list[Job] = field(default_factory=list)
     completed: list[Running] = field(default_factory=list)
     first: bool = False

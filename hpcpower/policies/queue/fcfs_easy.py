@@ -72,19 +72,29 @@ class FCFSEasy(QueuePolicy):
         reserved = np.zeros(view.cluster.n_nodes, dtype=bool)
         reserved[head.nodes] = True
         backfilled: set[int] = set()
-        for job in later:
-            if job.res > len(idle):
-                continue
+        # Scan the later jobs in arrival order with array operations: a job
+        # starts now if it fits on idle nodes outside the head's reservation,
+        # or on idle nodes including reserved ones (necessarily, as there are
+        # too few others) when it ends by walltime before the head's start.
+        ids, res, req = view.queue.fcfs_columns()
+        first_later = len(out.start) + 1
+        ids, res = ids[first_later:], res[first_later:]
+        ends_in_time = now + req[first_later:] <= head.start_s + EPS
+        p = 0
+        while p < len(ids) and len(idle):
             free = idle[~reserved[idle]]
-            if job.res <= len(free):
-                nodes = free[: job.res]
-            else:
-                nodes = idle[: job.res]
-                if reserved[nodes].any() and now + job.reqtime_s > head.start_s + EPS:
-                    continue
+            fits = (res[p:] <= len(free)) | ((res[p:] <= len(idle)) & ends_in_time[p:])
+            j = int(np.argmax(fits))
+            if not fits[j]:
+                break
+            j += p
+            r = int(res[j])
+            nodes = free[:r] if r <= len(free) else idle[:r]
             idle = np.setdiff1d(idle, nodes, assume_unique=True)
+            job = view.queue.job(int(ids[j]))
             out.start.append(Planned(job, now, nodes))
             backfilled.add(job.id)
+            p = j + 1
 
         rest = [j for j in later if j.id not in backfilled]
         return Schedule(out.start, _lazy(_project, view, base, out.start, head, rest))
