@@ -62,6 +62,8 @@ class Cluster:
         n = platform.n_nodes
         self.n_nodes = n
         self.power_w = platform.power_matrix()
+        #: Idle power per node (a contiguous copy of one column of ``power_w``).
+        self.idle_w = self.power_w[:, IDLE].copy()
         self.state = np.full(n, int(initial_state), dtype=np.int8)
         self.since = np.full(n, env.now, dtype=float)
         self.time_in_state_s = np.zeros((n, 5), dtype=float)

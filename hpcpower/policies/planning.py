@@ -83,8 +83,9 @@ class ReleaseMap:
         release = np.full(cluster.n_nodes, now, dtype=float)
         base = np.zeros(cluster.n_nodes)
 
+        counts = cluster.counts
         busy = state == COMPUTING
-        if busy.any():
+        if counts[COMPUTING]:
             end = cluster.expected_end_s[busy]
             if overrun_release == "inf":
                 end = np.where(end <= now, np.inf, end)
@@ -95,18 +96,19 @@ class ReleaseMap:
         # Durations are differences of absolute times, as in the authors'
         # planner: ties between nodes then break on the same floats.
         asleep = state == SLEEPING
-        release[asleep] = now + on[asleep]
-        base[asleep] = power[asleep, SWITCHING_ON] * (release[asleep] - now)
+        if counts[SLEEPING]:
+            release[asleep] = now + on[asleep]
+            base[asleep] = power[asleep, SWITCHING_ON] * (release[asleep] - now)
 
-        waking = state == SWITCHING_ON
-        if waking.any():
+        if counts[SWITCHING_ON]:
+            waking = state == SWITCHING_ON
             end = since[waking] + on[waking]
             end = np.where(end > now, end, now + on[waking])
             release[waking] = end
             base[waking] = power[waking, SWITCHING_ON] * (end - now)
 
         down = state == SWITCHING_OFF
-        if down.any():
+        if counts[SWITCHING_OFF]:
             off_end = since[down] + off[down]
             off_end = np.where(off_end > now, off_end, now + off[down])
             release[down] = off_end + on[down]
@@ -119,8 +121,8 @@ class ReleaseMap:
         self.base_j = base
         self.rank = _RANK[state]
         #: Nodes charged only their wake energy (no idle gap): sleeping, switching off.
-        self.no_gap = (state == SLEEPING) | (state == SWITCHING_OFF)
-        self.idle_w = power[:, IDLE].copy()
+        self.no_gap = asleep | down
+        self.idle_w = cluster.idle_w
         timeout_rank = np.zeros(cluster.n_nodes)
         if timeout_s is not None:
             idle = state == IDLE
@@ -197,8 +199,9 @@ class Timelines:
         for mask, seg_start, seg_end in self._resting_segments(releases, cluster, now, on):
             rows = ids[mask]
             self._append(rows, seg_start[mask], seg_end[mask])
+        counts = cluster.counts
         busy = state == COMPUTING
-        if busy.any():
+        if counts[COMPUTING]:
             rows = ids[busy]
             self._append(rows, cluster.since[busy], releases.release[busy])
         for planned in started:

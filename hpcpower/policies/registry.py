@@ -13,6 +13,7 @@ from typing import Any
 
 from hpcpower.errors import InputError
 from hpcpower.policies.base import Combined, Policy
+from hpcpower.policies.icon import VARIANTS, IconConfig, SnfIcon
 from hpcpower.policies.power.always_on import AlwaysOn
 from hpcpower.policies.power.ipm import IPM
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
@@ -23,6 +24,29 @@ def _combined(queue_cls, power: str, name: str) -> Callable[..., Policy]:
     def factory(timeout_s: float | None = 7200.0) -> Policy:
         manager = AlwaysOn() if power == "always-on" else IPM(timeout_s)
         return Combined(queue_cls(), manager, name=name)
+
+    return factory
+
+
+def _icon(name: str) -> Callable[..., Policy]:
+    fixed = VARIANTS[name]
+
+    def factory(**params: Any) -> Policy:
+        known = set(IconConfig.names())
+        unknown = [k for k in params if k not in known]
+        if unknown:
+            bad = ", ".join(f"policy.{k}" for k in unknown)
+            raise InputError(
+                f"policy {name!r} does not take setting(s) {bad}; "
+                f"it takes: {', '.join(sorted(known))}"
+            )
+        clash = [k for k in params if k in fixed and params[k] != fixed[k]]
+        if clash:
+            raise InputError(
+                f"policy.{clash[0]} is fixed to {fixed[clash[0]]!r} by the variant {name!r}; "
+                "use 'snf-icon' to choose it"
+            )
+        return SnfIcon(IconConfig(**{**params, **fixed}), name=name)
 
     return factory
 
@@ -42,6 +66,13 @@ POLICIES: dict[str, tuple[Callable[..., Policy], str]] = {
         _combined(SNF, "ipm", "snf-ipm"),
         "SNF + IPM: Smallest-Need-First, idle timeout, wake planning (paper baseline)",
     ),
+    "snf-icon": (
+        _icon("snf-icon"),
+        "SNF-ICON: SNF with adaptive warm-spare optimisation, SNF+IPM fallback (paper)",
+    ),
+    "snf-icon-nf": (_icon("snf-icon-nf"), "SNF-ICON without fallback (always ICON mode)"),
+    "snf-icon-ng": (_icon("snf-icon-ng"), "SNF-ICON without the arrival-recency gate"),
+    "snf-icon-ngnf": (_icon("snf-icon-ngnf"), "SNF-ICON without gate and without fallback"),
 }
 
 

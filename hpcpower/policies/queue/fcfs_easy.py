@@ -96,8 +96,7 @@ class FCFSEasy(QueuePolicy):
             backfilled.add(job.id)
             p = j + 1
 
-        rest = [j for j in later if j.id not in backfilled]
-        return Schedule(out.start, _lazy(_project, view, base, out.start, head, rest))
+        return Schedule(out.start, _lazy(_project, view, base, out.start, head, later, backfilled))
 
 
 def _plan_later(view, timeout_s, started, waiting):
@@ -114,9 +113,10 @@ def _plan_later(view, timeout_s, started, waiting):
     yield from _project(view, base, started, head, waiting[1:])
 
 
-def _lazy(make, *args):
-    """Call ``make(*args)`` when first read, and yield its entries."""
-    yield from make(*args)
+def _lazy(make, view, base, started, head, later, skip):
+    """Call ``make`` when first read, and yield its entries."""
+    rest = [j for j in later if j.id not in skip] if skip else later
+    yield from make(view, base, started, head, rest)
 
 
 def _project(view, base: ReleaseMap, started, head, rest) -> list[Planned]:
