@@ -38,22 +38,23 @@ class FCFSEasy(QueuePolicy):
         if not len(view.queue):
             return out
         now = view.now
-        jobs = view.queue.fcfs()
         idle = idle_order(view.cluster, now, timeout_s)
         used = 0
-        for job in jobs:
+        first = None
+        for job in view.queue:
             if job.res > len(idle) - used:
+                first = job
                 break
             out.start.append(Planned(job, now, idle[used : used + job.res]))
             used += job.res
         idle = idle[used:]
-        waiting = jobs[len(out.start) :]
-        if not waiting:
+        if first is None:
             return out
+        k = len(out.start)
         if view.queue.min_res() > len(idle):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
-            return Schedule(out.start, _plan_later(view, timeout_s, out.start, waiting))
+            return Schedule(out.start, _plan_later(view, timeout_s, out.start, k))
         base = ReleaseMap(view, timeout_s)
         releases = base.copy()
         for planned in out.start:
@@ -62,12 +63,10 @@ class FCFSEasy(QueuePolicy):
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
         # is no reservation, so no backfilling and no plan in this pass.
-        first = waiting[0]
         pick = releases.select(first.res, now)
         if pick is None:
             return out
         head = Planned(first, pick[1], pick[0])
-        later = waiting[1:]
 
         reserved = np.zeros(view.cluster.n_nodes, dtype=bool)
         reserved[head.nodes] = True
@@ -96,27 +95,27 @@ class FCFSEasy(QueuePolicy):
             backfilled.add(job.id)
             p = j + 1
 
-        return Schedule(out.start, _lazy(_project, view, base, out.start, head, later, backfilled))
+        return Schedule(out.start, _lazy(view, base, out.start, head, k, backfilled))
 
 
-def _plan_later(view, timeout_s, started, waiting):
-    """Reserve for the head and project the queue, when first read."""
+def _plan_later(view, timeout_s, started, k):
+    """Reserve for the head (the ``k``-th waiting job) and project the queue, when first read."""
     base = ReleaseMap(view, timeout_s)
     releases = base.copy()
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
-    first = waiting[0]
-    pick = releases.select(first.res, view.now)
+    waiting = view.queue.fcfs()[k:]
+    pick = releases.select(waiting[0].res, view.now)
     if pick is None:
         return
-    head = Planned(first, pick[1], pick[0])
+    head = Planned(waiting[0], pick[1], pick[0])
     yield from _project(view, base, started, head, waiting[1:])
 
 
-def _lazy(make, view, base, started, head, later, skip):
-    """Call ``make`` when first read, and yield its entries."""
-    rest = [j for j in later if j.id not in skip] if skip else later
-    yield from make(view, base, started, head, rest)
+def _lazy(view, base, started, head, k, backfilled):
+    """Project the queue after the head, when first read."""
+    rest = [j for j in view.queue.fcfs()[k + 1 :] if j.id not in backfilled]
+    yield from _project(view, base, started, head, rest)
 
 
 def _project(view, base: ReleaseMap, started, head, rest) -> list[Planned]:
