@@ -140,6 +140,52 @@ def _cmd_platforms(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    import json
+    import math
+
+    from hpcpower.results.plots import plot
+    from hpcpower.scenario import build, resolve
+
+    # The output files hold no node intervals, so a run folder is re-run from
+    # the resolved scenario its summary.json carries (runs are seeded).
+    source, saved = Path(args.source), None
+    if source.is_dir():
+        if args.policy or args.set:
+            raise InputError(f"{source}: --policy and --set apply to a scenario file, not a run")
+        if not (source / "summary.json").exists():
+            raise InputError(f"{source}: no summary.json here; give a run folder or a scenario")
+        try:
+            saved = json.loads((source / "summary.json").read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source}/summary.json: not valid JSON ({exc.msg})") from None
+        config = (saved.get("config") or {}).get("scenario")
+        if config is None:
+            raise InputError(f"{source}/summary.json: not made from a scenario, cannot re-run it")
+    else:
+        overrides = _parse_sets(args.set or [])
+        if args.policy:
+            overrides["policy.name"] = args.policy
+        config = resolve(source, overrides)
+    results = build(config).run()
+    total = results.summary["total_energy_j"]
+    if saved is not None and not math.isclose(total, saved.get("total_energy_j") or 0.0):
+        print(
+            f"hpcpower: warning: re-running {source} gave {total!r} J, its summary.json says "
+            f"{saved.get('total_energy_j')!r} J (written by hpcpower {saved.get('version')})",
+            file=sys.stderr,
+        )
+    name = f"{config['simulation']['name']}-{config['policy']['name']}-{args.kind}.png"
+    out = Path(args.out) if args.out else Path(name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        plot(results, args.kind).savefig(out, dpi=120)
+    except ValueError as exc:
+        raise InputError(f"--out {out}: {exc}") from None
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
@@ -170,6 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("file")
     info.add_argument("--procs-per-node", type=int, default=1)
     info.set_defaults(func=_cmd_trace_info)
+
+    plot = sub.add_parser("plot", help="run a scenario (or re-run a run folder) and plot it")
+    plot.add_argument("source", metavar="RUN_DIR_OR_SCENARIO", help="scenario TOML or run folder")
+    plot.add_argument("--policy", help="policy name (scenario files only)")
+    plot.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    plot.add_argument(
+        "--kind", choices=("overview", "gantt", "states", "power", "queue"), default="overview"
+    )
+    plot.add_argument("--out", help="image file (default <scenario>-<policy>-<kind>.png)")
+    plot.set_defaults(func=_cmd_plot)
 
     sub.add_parser("policies", help="list the policies").set_defaults(func=_cmd_policies)
     sub.add_parser("platforms", help="list the platform presets").set_defaults(func=_cmd_platforms)

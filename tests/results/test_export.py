@@ -1,0 +1,310 @@
+"""Output files: Batsim-style ``jobs.csv`` and ``machine_states.csv``, and ``summary.json``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from hpcpower.engine.simulation import Simulation
+from hpcpower.platform import STATE_LABELS
+from hpcpower.policies.base import Decision
+from hpcpower.policies.registry import make_policy
+from hpcpower.results.export import (
+    JOBS_COLUMNS,
+    MACHINE_COLUMNS,
+    interval_set,
+    write_all,
+    write_jobs_csv,
+    write_machine_states_csv,
+    write_summary_json,
+)
+from tests.conftest import Scripted, job, tiny_platform
+
+
+# ------------------------------------------------------------- interval sets
+@pytest.mark.parametrize(
+    ("nodes", "text"),
+    [
+        (None, ""),
+        ([], ""),
+        ([3], "3"),
+        ([0, 1], "0-1"),
+        ([0, 1, 2, 5], "0-2 5"),
+        ([5, 0, 2, 1], "0-2 5"),
+        ([0, 2, 4], "0 2 4"),
+        ([7, 8, 9, 10, 12, 13, 20], "7-10 12-13 20"),
+        ([1151, 0], "0 1151"),
+    ],
+)
+def test_interval_set(nodes, text):
+    arg = None if nodes is None else np.asarray(nodes, dtype=np.intp)
+    assert interval_set(arg) == text
+
+
+def test_interval_set_round_trips():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        nodes = np.sort(rng.choice(40, size=rng.integers(1, 20), replace=False))
+        ids = []
+        for part in interval_set(nodes).split():
+            lo, _, hi = part.partition("-")
+            ids.extend(range(int(lo), int(hi or lo) + 1))
+        assert ids == nodes.tolist()
+
+
+# ------------------------------------------------------ a tiny hand-made run
+def tiny_run():
+    """3 nodes (200/100/10/150/120 W; on 100 s, off 50 s), scripted.
+
+    job 0 (id "1"): submit 0, 2 nodes, runtime 300, walltime 400: runs 0..300 on 0-1.
+    job 1 (id "2"): submit 10, 1 node, runtime 0: starts and ends at 10 on node 2.
+    job 2 (id "3"): submit 20, 4 nodes: rejected (the platform has 3).
+    job 3 (id "4"): submit 50, 2 nodes, runtime 100, walltime 50 (overruns):
+        runs 300..400 on nodes 2 and 0.
+    node 2: switched off at 20 (asleep at 70), on at 150 (idle at 250).
+    """
+    sim = Simulation(
+        tiny_platform(3),
+        [job(0, 0, 2, 300, 400), job(1, 10, 1, 0), job(2, 20, 4, 30), job(3, 50, 2, 100, 50)],
+        Scripted(
+            {
+                0.0: {"start": [(0, [0, 1])]},
+                10.0: {"start": [(1, [2])]},
+                20.0: {"off": [2]},
+                150.0: {"on": [2]},
+                300.0: {"start": [(3, [2, 0])]},
+            }
+        ),
+    )
+    return sim.run()
+
+
+def read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.reader(fh))
+
+
+def test_jobs_csv_columns_and_rows_by_hand(tmp_path):
+    res = tiny_run()
+    path = tmp_path / "jobs.csv"
+    write_jobs_csv(res, path)
+    rows = read_csv(path)
+    assert tuple(rows[0]) == JOBS_COLUMNS
+    assert len(rows) == 1 + 4
+    got = {r[0]: dict(zip(JOBS_COLUMNS, r, strict=True)) for r in rows[1:]}
+    assert [r[0] for r in rows[1:]] == ["1", "2", "3", "4"]
+    assert got["1"] == {
+        "job_id": "1",
+        "workload_name": "w0",
+        "profile": "",
+        "submission_time": "0",
+        "requested_number_of_resources": "2",
+        "requested_time": "400",
+        "success": "1",
+        "final_state": "COMPLETED_SUCCESSFULLY",
+        "starting_time": "0",
+        "execution_time": "300",
+        "finish_time": "300",
+        "waiting_time": "0",
+        "turnaround_time": "300",
+        "stretch": "1",
+        "allocated_resources": "0-1",
+        "consumed_energy": "120000",  # 2 nodes x 200 W x 300 s
+    }
+    zero = got["2"]
+    assert zero["final_state"] == "COMPLETED_SUCCESSFULLY" and zero["success"] == "1"
+    assert zero["submission_time"] == zero["starting_time"] == zero["finish_time"] == "10"
+    assert zero["execution_time"] == "0" and zero["waiting_time"] == "0"
+    assert zero["allocated_resources"] == "2"
+    assert zero["consumed_energy"] == "0"
+    rejected = got["3"]
+    assert rejected["final_state"] == "REJECTED" and rejected["success"] == "0"
+    assert rejected["submission_time"] == "20"
+    assert rejected["requested_number_of_resources"] == "4"
+    assert rejected["requested_time"] == "30"
+    for column in (
+        "starting_time",
+        "execution_time",
+        "finish_time",
+        "waiting_time",
+        "turnaround_time",
+        "stretch",
+        "allocated_resources",
+        "consumed_energy",
+    ):
+        assert rejected[column] == "", column
+    overrun = got["4"]
+    assert overrun == {
+        **overrun,
+        "submission_time": "50",
+        "requested_time": "50",
+        "final_state": "COMPLETED_SUCCESSFULLY",
+        "starting_time": "300",
+        "execution_time": "100",  # runs its runtime, past its walltime
+        "finish_time": "400",
+        "waiting_time": "250",
+        "turnaround_time": "350",
+        "stretch": "3.5",
+        "allocated_resources": "0 2",
+        "consumed_energy": "40000",
+    }
+
+
+def test_jobs_csv_reads_back_as_numbers_with_pandas(tmp_path):
+    pd = pytest.importorskip("pandas")
+    res = tiny_run()
+    write_jobs_csv(res, tmp_path / "jobs.csv")
+    frame = pd.read_csv(tmp_path / "jobs.csv", dtype={"allocated_resources": str})
+    assert list(frame.columns) == list(JOBS_COLUMNS)
+    for column in ("submission_time", "starting_time", "finish_time", "waiting_time"):
+        assert pd.api.types.is_float_dtype(frame[column]) or pd.api.types.is_integer_dtype(
+            frame[column]
+        )
+    table = res.job_table()
+    done = table["state"] == "completed"
+    np.testing.assert_array_equal(frame["waiting_time"][done].to_numpy(), table["wait_s"][done])
+    assert frame["waiting_time"].isna().tolist() == (~done).tolist()
+
+
+def test_fractional_times_are_written_exactly(tmp_path):
+    sim = Simulation(
+        tiny_platform(1),
+        [job(0, 2.5, 1, 1.25, 7.75)],
+        Scripted({2.5: {"start": [(0, [0])]}}),
+    )
+    res = sim.run()
+    write_jobs_csv(res, tmp_path / "jobs.csv")
+    row = dict(zip(JOBS_COLUMNS, read_csv(tmp_path / "jobs.csv")[1], strict=True))
+    assert row["submission_time"] == "2.5"
+    assert row["requested_time"] == "7.75"
+    assert row["execution_time"] == "1.25"
+    assert row["finish_time"] == "3.75"
+    assert row["consumed_energy"] == "250"  # 200 W x 1.25 s
+    write_machine_states_csv(res, tmp_path / "m.csv")
+    assert [r[0] for r in read_csv(tmp_path / "m.csv")[1:]] == ["0", "2.5", "3.75"]
+
+
+def _collapse(rows):
+    out = []
+    for time_s, *counts in rows:
+        if not out or out[-1][1] != tuple(counts):
+            out.append((time_s, tuple(counts)))
+    return out
+
+
+def test_machine_states_csv_rows_equal_the_state_counts(tmp_path):
+    res = tiny_run()
+    path = tmp_path / "machine_states.csv"
+    write_machine_states_csv(res, path)
+    rows = read_csv(path)
+    assert tuple(rows[0]) == MACHINE_COLUMNS
+    body = rows[1:]
+    assert len(body) == len(res.state_counts)
+    for row, (time_s, sleeping, on, idle, computing, off) in zip(
+        body, res.state_counts, strict=True
+    ):
+        assert float(row[0]) == time_s
+        assert [int(x) for x in row[1:]] == [sleeping, on, off, idle, computing]
+    # Counts (sleeping, switching_on, idle, computing, switching_off) at each change, by hand.
+    assert _collapse(res.state_counts) == [
+        (0.0, (0, 0, 1, 2, 0)),
+        (20.0, (0, 0, 0, 2, 1)),
+        (70.0, (1, 0, 0, 2, 0)),
+        (150.0, (0, 1, 0, 2, 0)),
+        (250.0, (0, 0, 1, 2, 0)),
+        (400.0, (0, 0, 3, 0, 0)),
+    ]
+    assert all(sum(int(x) for x in row[1:]) == 3 for row in body)
+    times = [float(r[0]) for r in body]
+    assert times == sorted(times) and len(set(times)) == len(times)
+
+
+def test_summary_json_round_trips_the_summary(tmp_path):
+    res = tiny_run()
+    write_summary_json(res, tmp_path / "summary.json")
+    data = json.loads((tmp_path / "summary.json").read_text())
+    assert data["jobs_submitted"] == 4
+    assert data["jobs_completed"] == 3
+    assert data["jobs_rejected"] == 1
+    assert data["mean_wait_s"] == pytest.approx(250 / 3)
+    assert data["energy_j"] == pytest.approx(res.summary["energy_j"])
+    assert set(data["energy_j"]) == set(STATE_LABELS)
+    assert data["total_energy_j"] == pytest.approx(res.summary["total_energy_j"])
+    assert data["config"]["policy"] == {"name": "scripted"}
+    assert data["version"] == res.summary["version"]
+
+
+def _strict_json(text):
+    def refuse(token):
+        raise AssertionError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("second_submit", [0.0, 5.0])
+def test_summary_json_writes_nan_as_null_when_no_job_completed(tmp_path, second_submit):
+    # Every job asks for 2 nodes of a 1-node platform: all are rejected.
+    sim = Simulation(
+        tiny_platform(1),
+        [job(0, 0, 2, 10), job(1, second_submit, 2, 10)],
+        make_policy("snf"),
+    )
+    res = sim.run()
+    assert res.summary["jobs_completed"] == 0
+    assert res.summary["jobs_rejected"] == 2
+    assert math.isnan(res.summary["mean_wait_s"])
+    path = tmp_path / "summary.json"
+    write_summary_json(res, path)
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    data = _strict_json(text)
+    for key in (
+        "mean_wait_s",
+        "median_wait_s",
+        "p95_wait_s",
+        "max_wait_s",
+        "mean_bounded_slowdown",
+    ):
+        assert data[key] is None, key
+    assert data["jobs_submitted"] == 2
+    assert data["jobs_rejected"] == 2
+    assert data["total_energy_j"] == pytest.approx(100.0 * second_submit)  # 1 idle node
+    if second_submit == 0.0:
+        assert data["utilization"] is None  # zero simulated span
+    else:
+        assert data["utilization"] == 0.0
+    rows = read_csv(write_all(res, tmp_path / "all")[1])
+    assert [r[JOBS_COLUMNS.index("final_state")] for r in rows[1:]] == ["REJECTED"] * 2
+
+
+class Noted(Scripted):
+    """A scripted policy that logs one note per pass."""
+
+    def decide(self, view) -> Decision:
+        decision = super().decide(view)
+        decision.note = {"time_s": view.now, "queue": len(view.queue)}
+        return decision
+
+
+def test_write_all_writes_every_file_and_decisions_only_when_logged(tmp_path):
+    paths = write_all(tiny_run(), tmp_path / "plain")
+    assert [p.name for p in paths] == ["summary.json", "jobs.csv", "machine_states.csv"]
+    assert all(p.is_file() for p in paths)
+    assert not (tmp_path / "plain" / "decisions.csv").exists()
+
+    sim = Simulation(
+        tiny_platform(1),
+        [job(0, 0, 1, 10), job(1, 5, 1, 10)],
+        Noted({0.0: {"start": [(0, [0])]}, 10.0: {"start": [(1, [0])]}}),
+    )
+    res = sim.run()
+    paths = write_all(res, tmp_path / "noted" / "deeper")
+    assert paths[-1].name == "decisions.csv"
+    rows = read_csv(paths[-1])
+    assert rows[0] == ["time_s", "queue"]
+    assert len(rows) - 1 == len(res.decisions) == sim.passes
+    assert [float(r[0]) for r in rows[1:]] == [d["time_s"] for d in res.decisions]
