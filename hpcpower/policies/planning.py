@@ -253,7 +253,7 @@ class Timelines:
 
     def gaps(self, nodes: np.ndarray, times: np.ndarray):
         """For nodes × times: (free, idle_since, free_until)."""
-        used = int(self.count.max())
+        used = max(1, int(self.count.max()))
         s = self.start[nodes, :used][:, :, None]
         f = self.finish[nodes, :used][:, :, None]
         t = times[None, None, :]
@@ -265,7 +265,7 @@ class Timelines:
 
     def window_free(self, nodes: np.ndarray, start: float, finish: float) -> bool:
         """Whether every node is free at ``start`` and stays free until ``finish``."""
-        used = int(self.count.max())
+        used = max(1, int(self.count.max()))
         nodes = np.asarray(nodes)
         s = self.start[nodes, :used]
         f = self.finish[nodes, :used]
@@ -275,6 +275,26 @@ class Timelines:
         free_until = np.where(begun, np.inf, s).min(axis=1)
         return bool((finish <= free_until + EPS).all())
 
+    def free_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every node's free intervals ``[a, b)`` as flat arrays ``(node, a, b)``.
+
+        ``a`` is the finish of the node's previous segment (``-inf`` for none):
+        it is both when the node falls idle and a candidate start time.
+        """
+        used = int(self.count.max()) + 1
+        if used > self.start.shape[1]:
+            pad = ((0, 0), (0, 1))
+            self.start = np.pad(self.start, pad, constant_values=np.inf)
+            self.finish = np.pad(self.finish, pad, constant_values=np.inf)
+        start = self.start[:, :used]
+        order = np.argsort(start, axis=1, kind="stable")
+        s = np.take_along_axis(start, order, axis=1)
+        f = np.maximum.accumulate(np.take_along_axis(self.finish[:, :used], order, axis=1), axis=1)
+        a = np.concatenate((np.full((len(s), 1), -np.inf), f[:, :-1]), axis=1)
+        ok = s > a
+        node = np.broadcast_to(self.releases.ids[:, None], s.shape)[ok]
+        return node, a[ok], s[ok]
+
     def earliest(
         self, r: int, walltime_s: float, min_start: float, max_start: float | None = None
     ) -> tuple[np.ndarray, float] | None:
@@ -283,7 +303,52 @@ class Timelines:
         Candidate starts are ``min_start`` and every segment finish after it.
         Nodes are chosen by (pre-start energy + idle power × idle gap, state,
         remaining timeout, id), as in :meth:`ReleaseMap.select`.
+
+        Each free interval ``[a, b)`` of a node admits the starts ``t`` with
+        ``max(a, min_start) <= t``, ``b - t > EPS`` and ``b - t + EPS >=
+        walltime``. The earliest feasible candidate start is the first
+        interval start covered by ``r`` such intervals, found with one sort.
         """
+        if max_start is not None and min_start + EPS >= max_start:
+            return None
+        rel = self.releases
+        if len(rel.ids) < r:
+            return None
+        node, a, b = self.free_intervals()
+        lo = np.maximum(a, min_start)
+        last = b - walltime_s + EPS
+        ok = (b - lo > EPS) & (lo <= last)
+        if max_start is not None:
+            ok &= lo < max_start - EPS
+        if ok.sum() < r:
+            return None
+        node, a, b, lo, last = node[ok], a[ok], b[ok], lo[ok], last[ok]
+        # Largest start t with t <= last and b - t > EPS.
+        last = np.minimum(last, np.nextafter(b - EPS, -np.inf))
+        starts = np.unique(lo)
+        covered = np.searchsorted(np.sort(lo), starts, side="right") - np.searchsorted(
+            np.sort(last), starts, side="left"
+        )
+        enough = np.flatnonzero(covered >= r)
+        if len(enough) == 0:
+            return None
+        t = float(starts[enough[0]])
+        here = (lo <= t) & (last >= t)
+        pick = node[here]
+        since = a[here]
+        gap = np.where(
+            rel.no_gap[pick],
+            0.0,
+            rel.idle_w[pick] * np.maximum(0.0, t - np.maximum(since, self.now)),
+        )
+        cost = rel.base_j[pick] + gap
+        order = np.lexsort((pick, rel.timeout_rank[pick], rel.rank[pick], cost))
+        return pick[order[:r]], t
+
+    def earliest_by_grid(
+        self, r: int, walltime_s: float, min_start: float, max_start: float | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """:meth:`earliest` by brute force over nodes × candidate times (for tests)."""
         if max_start is not None and min_start + EPS >= max_start:
             return None
         rel = self.releases

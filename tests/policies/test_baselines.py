@@ -25,6 +25,7 @@ def energy(res):
         zip(
             ("sleeping", "switching_on", "idle", "computing", "switching_off"),
             res.energy_by_state_j.tolist(),
+            strict=True,
         )
     )
 
