@@ -1,0 +1,85 @@
+"""Speed of the baseline policies on the paper's cases and on full traces.
+
+Prints one line per run: simulated jobs, wall time of ``Simulation.run()``
+(loading the trace and building the simulation are excluded and shown apart),
+and peak memory of the process. Run from the project root:
+
+    python benchmarks/bench_baselines.py            # everything (a few minutes)
+    python benchmarks/bench_baselines.py --quick    # the 64-node paper cases only
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+from hpcpower import Simulation, load_platform, load_workload, make_policy
+
+DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
+
+PAPER_64 = [
+    "DAS2-fs1-0-3000.json.gz",
+    "DAS2-fs2-0-3000.json.gz",
+    "DAS2-fs3-0-3000.json.gz",
+    "DAS2-fs4-0-3000.json.gz",
+    "generated-markovian-3000.json.gz",
+]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> dict:
+    t0 = time.perf_counter()
+    workload = load_workload(DATA / workload_file, **load_opts)
+    sim = Simulation(load_platform(platform_name), workload, make_policy(policy), seed=42)
+    t1 = time.perf_counter()
+    res = sim.run()
+    t2 = time.perf_counter()
+    s = res.summary
+    row = {
+        "workload": workload_file,
+        "platform": platform_name,
+        "policy": policy,
+        "jobs": s["jobs_submitted"],
+        "setup_s": t1 - t0,
+        "run_s": t2 - t1,
+        "mean_wait_min": s["mean_wait_s"] / 60,
+        "wasted_mwh": s["wasted_energy_j"] / 3.6e9,
+        "peak_mb": peak_rss_mb(),
+    }
+    print(
+        f"{workload_file:34s} {platform_name:10s} {policy:14s} {row['jobs']:>7d} jobs  "
+        f"run {row['run_s']:7.2f} s  (setup {row['setup_s']:5.2f} s)  "
+        f"wait {row['mean_wait_min']:8.2f} min  wasted {row['wasted_mwh']:8.3f} MWh  "
+        f"peak {row['peak_mb']:7.0f} MB",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64-node paper cases only")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]} on {platform.machine()}, {platform.processor() or ''}")
+    for name in PAPER_64:
+        for policy in ("fcfs-easy-ipm", "snf-ipm"):
+            bench(name, "aoba-64", policy)
+    if args.quick:
+        return
+    bench("DAS2-fs1-2003-1.swf.gz", "aoba-64", "fcfs-easy")
+    bench("DAS2-fs1-2003-1.swf.gz", "aoba-64", "fcfs-easy-ipm")
+    bench("SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", "aoba-1152", "fcfs-easy-ipm")
+    bench("SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", "aoba-1152", "snf-ipm")
+    bench("SDSC-BLUE-2000-4.2-cln.swf.gz", "aoba-1152", "fcfs-easy")
+
+
+if __name__ == "__main__":
+    main()
