@@ -164,14 +164,17 @@ def load_platform(name_or_path: str | Path) -> Platform:
         source = resources.files("hpcpower") / "platforms" / f"{key}.json"
         return parse_spars_platform(json.loads(source.read_text()), name=key, where=key)
     path = Path(text_name)
-    if not path.exists():
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
         raise InputError(
-            f"unknown platform {text_name!r}: not a preset ({', '.join(PRESETS)}) and no such file"
+            f"unknown platform {text_name!r}: not a preset ({', '.join(PRESETS)}) and {what}"
         )
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse_spars_platform(data, name=path.stem, where=str(path))
 
 

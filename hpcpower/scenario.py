@@ -111,12 +111,16 @@ def resolve(
     base = Path.cwd()
     if path is not None:
         path = Path(path)
-        if not path.exists():
+        if not path.is_file():
+            if path.is_dir():
+                raise InputError(f"{path}: a folder, not a scenario file")
             raise InputError(f"no such scenario file: {path}")
         try:
-            data = tomllib.loads(path.read_text())
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path}: not valid TOML ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
         base = path.resolve().parent
         for section, values in data.items():
             if section not in config or not isinstance(values, dict):
@@ -239,7 +243,5 @@ def _segment(workload, first: int, segment: tuple[int, int] | None):
         jobs = jobs[:first]
     if jobs is not workload.jobs:
         shift = jobs[0].submit_s if segment is not None and jobs else 0.0
-        workload.jobs = [
-            replace(j, id=i, submit_s=j.submit_s - shift) for i, j in enumerate(jobs)
-        ]
+        workload.jobs = [replace(j, id=i, submit_s=j.submit_s - shift) for i, j in enumerate(jobs)]
     return workload

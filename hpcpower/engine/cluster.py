@@ -66,7 +66,9 @@ class Cluster:
         self.idle_w = self.power_w[:, IDLE].copy()
         self.state = np.full(n, int(initial_state), dtype=np.int8)
         self.since = np.full(n, env.now, dtype=float)
-        self.time_in_state_s = np.zeros((n, 5), dtype=float)
+        # Seconds per (state, node): one contiguous row per state, so that a
+        # state change adds to a row with a 1-D index.
+        self._seconds = np.zeros((5, n), dtype=float)
         #: Job id on each node, -1 when none.
         self.job_on = np.full(n, -1, dtype=np.int64)
         #: Start + requested walltime of the job on each node (nan when none):
@@ -112,7 +114,7 @@ class Cluster:
                 f"node {node} cannot go from {STATE_LABELS[old]} to {STATE_LABELS[new]} "
                 f"at t={now:g} s"
             )
-        self.time_in_state_s[node, old] += now - self.since[node]
+        self._seconds[old, node] += now - self.since[node]
         self.since[node] = now
         self.state[node] = new
         self.counts[old] -= 1
@@ -126,18 +128,21 @@ class Cluster:
 
     def _move_many(self, nodes: np.ndarray, old: int, new: int) -> None:
         now = self.env.now
-        self.time_in_state_s[nodes, old] += now - self.since[nodes]
-        self.since[nodes] = now
+        since = self.since
+        row = self._seconds[old]
+        row[nodes] += now - since[nodes]
+        since[nodes] = now
         self.state[nodes] = new
         k = len(nodes)
         self.counts[old] -= k
         self.counts[new] += k
+        listed = nodes.tolist()
         members = self._members.get(old)
         if members is not None:
-            members.difference_update(nodes.tolist())
+            members.difference_update(listed)
         members = self._members.get(new)
         if members is not None:
-            members.update(nodes.tolist())
+            members.update(listed)
 
     # --------------------------------------------------------------- commands
     def switch_on(self, node: int) -> float:
@@ -212,11 +217,16 @@ class Cluster:
             )
 
     # ---------------------------------------------------------------- energy
+    @property
+    def time_in_state_s(self) -> np.ndarray:
+        """Seconds each node spent in each state so far, shape ``(nodes, 5)``."""
+        return self._seconds.T
+
     def close_books(self, until: float | None = None) -> None:
         """Account time in the current state of every node up to ``until`` (default now)."""
         now = self.env.now if until is None else until
         idx = np.arange(self.n_nodes)
-        self.time_in_state_s[idx, self.state] += now - self.since
+        self._seconds[self.state, idx] += now - self.since
         self.since[:] = now
 
     def energy_j(self) -> np.ndarray:

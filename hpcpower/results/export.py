@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcpower.errors import InputError
 from hpcpower.results.records import Results
 
 JOBS_COLUMNS = (
@@ -85,9 +86,13 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
                 if alloc is not None and state == "completed"
                 else math.nan
             )
-            final = {"completed": "COMPLETED_SUCCESSFULLY", "rejected": "REJECTED"}.get(
-                state, "NOT_FINISHED"
-            )
+            killed = bool(t["killed"][i])
+            if killed:
+                final = "COMPLETED_WALLTIME_REACHED"
+            else:
+                final = {"completed": "COMPLETED_SUCCESSFULLY", "rejected": "REJECTED"}.get(
+                    state, "NOT_FINISHED"
+                )
             writer.writerow(
                 (
                     t["name"][i],
@@ -96,7 +101,7 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
                     _num(t["submit_s"][i]),
                     int(t["res"][i]),
                     _num(t["reqtime_s"][i]),
-                    1 if state == "completed" else 0,
+                    1 if state == "completed" and not killed else 0,
                     final,
                     _num(t["start_s"][i]),
                     _num(run),
@@ -149,6 +154,8 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
 def write_all(results: Results, out_dir: str | Path) -> list[Path]:
     """Write every output file into ``out_dir`` (created if needed); returns the paths."""
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a folder; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "summary.json", out / "jobs.csv", out / "machine_states.csv"]
     write_summary_json(results, paths[0])

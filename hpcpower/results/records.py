@@ -82,6 +82,12 @@ class Results:
         for job_id in sim.rejected:
             state[job_id] = "rejected"
         table["state"] = state
+        # Ended by the walltime limit rather than by finishing its work.
+        table["killed"] = (
+            (state == "completed") & (table["runtime_s"] > table["reqtime_s"])
+            if sim.kill_at_walltime
+            else np.zeros(len(jobs), dtype=bool)
+        )
         results = cls(
             jobs=table,
             allocations=list(sim.gangs),
@@ -122,6 +128,7 @@ class Results:
             "jobs_submitted": int(len(t["job_id"])),
             "jobs_completed": int(done.sum()),
             "jobs_rejected": int(len(self.rejected)),
+            "jobs_killed": int(t["killed"].sum()),
             "jobs_unfinished": int(len(t["job_id"]) - done.sum() - len(self.rejected)),
             "mean_wait_s": mean_wait,
             "mean_wait_min": mean_wait / 60.0,

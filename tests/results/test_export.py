@@ -308,3 +308,21 @@ def test_write_all_writes_every_file_and_decisions_only_when_logged(tmp_path):
     assert rows[0] == ["time_s", "queue"]
     assert len(rows) - 1 == len(res.decisions) == sim.passes
     assert [float(r[0]) for r in rows[1:]] == [d["time_s"] for d in res.decisions]
+
+
+def test_a_job_killed_at_its_walltime_is_not_reported_as_successful(tmp_path):
+    sim = Simulation(
+        tiny_platform(1),
+        [job(0, 0, 1, 100, 40), job(1, 0, 1, 30, 40)],
+        Scripted({0.0: {"start": [(0, [0])]}, 40.0: {"start": [(1, [0])]}}),
+        kill_at_walltime=True,
+    )
+    res = sim.run()
+    write_jobs_csv(res, tmp_path / "jobs.csv")
+    rows = {
+        r[0]: dict(zip(JOBS_COLUMNS, r, strict=True)) for r in read_csv(tmp_path / "jobs.csv")[1:]
+    }
+    assert rows["1"]["execution_time"] == "40"
+    assert rows["2"]["final_state"] == "COMPLETED_SUCCESSFULLY" and rows["2"]["success"] == "1"
+    assert rows["1"]["final_state"] == "COMPLETED_WALLTIME_REACHED"
+    assert rows["1"]["success"] == "0"

@@ -1,0 +1,427 @@
+"""The ``hpcpower`` command: outputs of ``run``, overrides, and clean errors on bad input.
+
+Most tests call :func:`hpcpower.cli.main` in-process; two start the real
+command in a subprocess to check exit codes and the absence of tracebacks.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpcpower.cli import main
+from hpcpower.results.export import JOBS_COLUMNS, MACHINE_COLUMNS
+from hpcpower.workload import trace_info
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+DAS2_SWF = ROOT / "scenarios" / "data" / "DAS2-fs1-2003-1.swf.gz"
+
+SUMMARY_KEYS = (
+    "jobs_submitted",
+    "jobs_completed",
+    "jobs_rejected",
+    "mean_wait_s",
+    "median_wait_s",
+    "p95_wait_s",
+    "max_wait_s",
+    "mean_bounded_slowdown",
+    "makespan_s",
+    "utilization",
+    "energy_j",
+    "total_energy_j",
+    "wasted_energy_j",
+    "switch_ons",
+    "switch_offs",
+    "config",
+    "version",
+)
+ENERGY_KEYS = {"sleeping", "switching_on", "idle", "computing", "switching_off"}
+
+#: One SWF job line: 18 fields (job, submit, wait, runtime, alloc procs, cpu, mem,
+#: req procs, req time, req mem, status, user, group, exe, queue, partition, prev, think).
+SWF_LINE = "{n} {submit} 0 {run} {procs} -1 -1 {procs} {req} -1 1 1 1 -1 1 -1 -1 -1"
+
+
+def swf(*jobs: tuple[int, int, int, int]) -> str:
+    """SWF text with a header and one line per (submit, runtime, procs, reqtime)."""
+    lines = ["; MaxNodes: 64", "; MaxProcs: 64"]
+    for n, (submit, run, procs, req) in enumerate(jobs, start=1):
+        lines.append(SWF_LINE.format(n=n, submit=submit, run=run, procs=procs, req=req))
+    return "\n".join(lines) + "\n"
+
+
+def scenario(folder: Path, workload: str, *, name: str = "tiny", policy: str = "snf-ipm") -> Path:
+    """Write a scenario on the 64-node Taurus preset reading ``workload`` (relative)."""
+    path = folder / f"{name}.toml"
+    path.write_text(
+        f'[simulation]\nname = "{name}"\nseed = 0\n\n'
+        f'[platform]\nname = "taurus-64"\n\n'
+        f'[workload]\npath = "{workload}"\n\n'
+        f'[policy]\nname = "{policy}"\ntimeout_s = 600\n'
+    )
+    return path
+
+
+GOOD_JOBS = ((0, 100, 2, 200), (10, 50, 1, 100), (20, 0, 4, 60))
+
+
+@pytest.fixture
+def tiny_scenario(tmp_path: Path) -> Path:
+    (tmp_path / "jobs.swf").write_text(swf(*GOOD_JOBS))
+    return scenario(tmp_path, "jobs.swf")
+
+
+def cli(capsys, *args: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def read_summary(folder: Path) -> dict:
+    # A strict reader: NaN/Infinity are not JSON.
+    def refuse(token):
+        raise AssertionError(f"summary.json holds {token}, which is not JSON")
+
+    return json.loads((folder / "summary.json").read_text(), parse_constant=refuse)
+
+
+def assert_clean_error(code: int, out: str, err: str, *needles: str) -> None:
+    """Exit 2, one line on stderr naming what is wrong, no traceback."""
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hpcpower: error: "), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+# --------------------------------------------------------------- run: outputs
+def test_run_quickstart_writes_summary_jobs_and_machine_states(tmp_path, capsys):
+    out = tmp_path / "out"
+    code, stdout, err = cli(capsys, "run", QUICKSTART, "--out", out)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "jobs.csv", "machine_states.csv"}
+    for name in ("summary.json", "jobs.csv", "machine_states.csv"):
+        assert str(out / name) in stdout
+    summary = read_summary(out)
+    for key in SUMMARY_KEYS:
+        assert key in summary, key
+    assert set(summary["energy_j"]) == ENERGY_KEYS
+    assert summary["jobs_submitted"] == 300
+    assert summary["jobs_completed"] + summary["jobs_rejected"] == 300
+    assert summary["total_energy_j"] == pytest.approx(sum(summary["energy_j"].values()))
+    assert summary["wasted_energy_j"] == pytest.approx(
+        summary["total_energy_j"] - summary["energy_j"]["computing"]
+    )
+    assert 0 < summary["utilization"] <= 1
+    assert summary["version"] == summary["config"]["version"]
+    from hpcpower import __version__
+
+    assert summary["version"] == __version__
+    config = summary["config"]
+    assert config["platform"] == "taurus-64" and config["n_nodes"] == 64
+    assert config["policy"]["name"] == "snf-ipm"
+    assert config["scenario"]["workload"]["first"] == 300
+
+    with open(out / "jobs.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert tuple(rows[0]) == JOBS_COLUMNS
+    assert len(rows) - 1 == 300
+    with open(out / "machine_states.csv", newline="") as fh:
+        states = list(csv.reader(fh))
+    assert tuple(states[0]) == MACHINE_COLUMNS
+    assert all(sum(int(x) for x in row[1:]) == 64 for row in states[1:])
+    # The terminal summary names the policy and the job counts.
+    assert "snf-ipm" in stdout and "300 completed" in stdout
+
+
+def test_run_without_out_writes_under_runs_scenario_policy(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "run", QUICKSTART, "--quiet")
+    assert code == 0, err
+    folder = tmp_path / "runs" / "quickstart" / "snf-ipm"
+    assert (folder / "summary.json").is_file()
+    assert (folder / "jobs.csv").is_file()
+    assert (folder / "machine_states.csv").is_file()
+
+
+def test_quiet_prints_nothing(tiny_scenario, tmp_path, capsys):
+    code, out, err = cli(capsys, "run", tiny_scenario, "--out", tmp_path / "o", "-q")
+    assert code == 0
+    assert out == "" and err == ""
+    assert (tmp_path / "o" / "summary.json").is_file()
+
+
+def test_overrides_are_reflected_in_the_summary_config(tiny_scenario, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, _, err = cli(
+        capsys,
+        "run",
+        tiny_scenario,
+        "--policy",
+        "fcfs-easy-ipm",
+        "--platform",
+        "aoba-64",
+        "--seed",
+        "7",
+        "--set",
+        "policy.timeout_s=1234",
+        "--set",
+        "simulation.initial_state=sleeping",
+        "--out",
+        out,
+        "-q",
+    )
+    assert code == 0, err
+    config = read_summary(out)["config"]
+    assert config["platform"] == "aoba-64"
+    assert config["policy"]["name"] == "fcfs-easy-ipm"
+    assert config["policy"]["timeout_s"] == 1234.0
+    assert config["seed"] == 7
+    assert config["initial_state"] == "sleeping"
+    assert config["scenario"]["policy"] == {"name": "fcfs-easy-ipm", "timeout_s": 1234.0}
+    assert config["scenario"]["platform"]["name"] == "aoba-64"
+    assert config["scenario"]["simulation"]["seed"] == 7
+
+
+def test_same_seed_override_gives_identical_outputs(tmp_path, capsys):
+    # Same scenario twice with the same --seed: identical summaries (runs are seeded).
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli(capsys, "run", QUICKSTART, "--seed", "3", "--out", a, "-q")[0] == 0
+    assert cli(capsys, "run", QUICKSTART, "--seed", "3", "--out", b, "-q")[0] == 0
+    assert read_summary(a) == read_summary(b)
+    assert (a / "jobs.csv").read_text() == (b / "jobs.csv").read_text()
+
+
+def test_a_job_larger_than_the_platform_is_rejected_and_counted(tmp_path, capsys):
+    # Job 2 asks for 65 nodes on the 64-node platform; the others still run.
+    (tmp_path / "big.swf").write_text(swf((0, 100, 2, 200), (10, 50, 65, 100), (20, 50, 1, 100)))
+    out = tmp_path / "o"
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "big.swf"), "--out", out)
+    assert code == 0, err
+    summary = read_summary(out)
+    assert summary["jobs_submitted"] == 3
+    assert summary["jobs_rejected"] == 1
+    assert summary["jobs_completed"] == 2
+    with open(out / "jobs.csv", newline="") as fh:
+        rows = {row["job_id"]: row for row in csv.DictReader(fh)}
+    assert rows["2"]["final_state"] == "REJECTED"
+    assert rows["2"]["success"] == "0"
+    assert rows["2"]["requested_number_of_resources"] == "65"
+    assert rows["2"]["allocated_resources"] == ""
+    assert rows["1"]["final_state"] == rows["3"]["final_state"] == "COMPLETED_SUCCESSFULLY"
+    assert "1 rejected" in stdout
+
+
+# ---------------------------------------------------------- run: bad input
+def test_malformed_swf_line_names_file_and_line(tmp_path, capsys):
+    text = swf(*GOOD_JOBS).splitlines()
+    text[3] = "2 10 0 50 1 -1 -1 1 100"  # file line 4: 9 fields instead of 18
+    (tmp_path / "bad.swf").write_text("\n".join(text) + "\n")
+    out = tmp_path / "o"
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "bad.swf"), "--out", out)
+    assert_clean_error(code, stdout, err, "bad.swf:4")
+    assert not out.exists()
+
+
+def test_non_numeric_swf_field_names_file_line_and_field(tmp_path, capsys):
+    text = swf(*GOOD_JOBS).splitlines()
+    text[3] = text[3].replace("2 10 0", "2 1O 0", 1)
+    (tmp_path / "bad.swf").write_text("\n".join(text) + "\n")
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "bad.swf"), "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, "bad.swf:4", "submit time")
+
+
+def test_negative_runtime_names_file_line_and_field(tmp_path, capsys):
+    (tmp_path / "neg.swf").write_text(swf((0, 100, 2, 200), (10, -50, 1, 100)))
+    out = tmp_path / "o"
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "neg.swf"), "--out", out)
+    assert_clean_error(code, stdout, err, "neg.swf:4", "-50")
+    assert "run time" in err or "runtime" in err
+    assert not out.exists()
+
+
+def test_negative_runtime_in_paper_json_names_the_field(tmp_path, capsys):
+    common = {"res": 1, "reqtime": 10, "profile": "p", "user_id": 1}
+    jobs = [
+        {"job_id": 1, "subtime": 0, "runtime": 5, **common},
+        {"job_id": 2, "subtime": 3, "runtime": -5, **common},
+    ]
+    (tmp_path / "neg.json").write_text(json.dumps({"nb_res": 64, "jobs": jobs}))
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "neg.json"), "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, "neg.json", "jobs[1]", "runtime")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--policy", "nosuch"), ("nosuch", "snf-ipm")),
+        (("--platform", "nosuch"), ("nosuch", "taurus-64")),
+        (("--set", "policy.timout_s=5"), ("policy.timout_s",)),
+        (("--set", "nosuch.key=1"), ("nosuch.key",)),
+        (("--set", "simulation.nosuch=1"), ("simulation.nosuch",)),
+        (("--set", "policy.timeout_s"), ("policy.timeout_s", "key=value")),
+        (("--set", "=5"), ("key=value",)),
+        (("--set", "simulation.seed=abc"), ("simulation.seed",)),
+        (("--set", "policy.timeout_s=-5"), ("timeout_s",)),
+        (("--set", "simulation.initial_state=awake"), ("initial_state", "awake")),
+        (("--set", "simulation.kill_at_walltime=maybe"), ("kill_at_walltime",)),
+    ],
+    ids=lambda v: " ".join(v) if v and v[0].startswith("-") else "",
+)
+def test_bad_choice_or_setting_is_one_clear_error(tiny_scenario, tmp_path, capsys, args, needles):
+    out = tmp_path / "o"
+    code, stdout, err = cli(capsys, "run", tiny_scenario, *args, "--out", out)
+    assert_clean_error(code, stdout, err, *needles)
+    assert not out.exists()
+
+
+def test_missing_scenario_file(tmp_path, capsys):
+    missing = tmp_path / "nothere.toml"
+    code, stdout, err = cli(capsys, "run", missing, "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, "nothere.toml")
+
+
+def test_missing_workload_file(tmp_path, capsys):
+    code, stdout, err = cli(
+        capsys, "run", scenario(tmp_path, "nothere.swf"), "--out", tmp_path / "o"
+    )
+    assert_clean_error(code, stdout, err, "nothere.swf")
+
+
+def test_scenario_that_is_not_toml_names_the_file(tmp_path, capsys):
+    path = tmp_path / "broken.toml"
+    path.write_text("[simulation\nname = ")
+    code, stdout, err = cli(capsys, "run", path)
+    assert_clean_error(code, stdout, err, "broken.toml")
+
+
+def test_unknown_section_or_key_in_the_scenario_file(tmp_path, capsys):
+    (tmp_path / "jobs.swf").write_text(swf(*GOOD_JOBS))
+    path = tmp_path / "typo.toml"
+    path.write_text('[simulation]\nnmae = "x"\n[workload]\npath = "jobs.swf"\n')
+    assert_clean_error(*cli(capsys, "run", path), "typo.toml", "simulation.nmae")
+    path.write_text('[simulaton]\nname = "x"\n[workload]\npath = "jobs.swf"\n')
+    assert_clean_error(*cli(capsys, "run", path), "typo.toml", "simulaton")
+
+
+def test_missing_arguments_are_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run"])
+    assert exc.value.code == 2
+    assert "usage" in capsys.readouterr().err
+
+
+def test_scenario_path_that_is_a_directory_is_a_clean_error(tmp_path, capsys):
+    code, stdout, err = cli(capsys, "run", tmp_path, "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, str(tmp_path))
+
+
+def test_scenario_that_is_not_utf8_is_a_clean_error(tmp_path, capsys):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'[simulation]\nname = "caf\xe9"\n')
+    code, stdout, err = cli(capsys, "run", path, "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, "latin1.toml")
+
+
+def test_platform_path_that_is_a_directory_is_a_clean_error(tiny_scenario, tmp_path, capsys):
+    folder = tmp_path / "platforms"
+    folder.mkdir()
+    code, stdout, err = cli(capsys, "run", tiny_scenario, "--platform", folder)
+    assert_clean_error(code, stdout, err, "platforms")
+
+
+def test_out_that_is_a_file_is_a_clean_error(tiny_scenario, tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    code, stdout, err = cli(capsys, "run", tiny_scenario, "--out", target, "-q")
+    assert_clean_error(code, stdout, err, "taken")
+
+
+# ------------------------------------------------------------------- trace
+def test_trace_info_on_a_bundled_trace_prints_jobs_and_drop_reasons(capsys):
+    code, out, err = cli(capsys, "trace", "info", DAS2_SWF)
+    assert code == 0, err
+    info = trace_info(DAS2_SWF)
+    lines = out.splitlines()
+    jobs_line = next(line for line in lines if line.split()[:1] == ["jobs"])
+    assert jobs_line.split()[1] == str(info["jobs"]) == "39356"
+    assert "dropped:" in lines
+    for reason, count in info["dropped"].items():
+        assert f"  {reason}: {count}" in lines
+    assert info["dropped"] == {"cancelled: runtime -1": 959}
+    assert any(line.split()[:2] == ["dropped_total", "959"] for line in lines)
+
+
+def test_trace_info_reports_each_drop_reason_of_a_small_file(tmp_path, capsys):
+    text = swf((0, 100, 2, 200), (10, -1, 1, 100), (20, 30, 1, 60), (30, -1, 2, 60))
+    lines = text.splitlines()
+    # Job 3 has neither allocated nor requested processors.
+    lines[4] = SWF_LINE.format(n=3, submit=20, run=30, procs=-1, req=60)
+    path = tmp_path / "t.swf"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, "trace", "info", path)
+    assert code == 0, err
+    info = trace_info(path)
+    assert info["jobs"] == 1 and info["dropped_total"] == 3
+    assert any(line.split()[:2] == ["jobs", "1"] for line in out.splitlines())
+    for reason, count in info["dropped"].items():
+        assert f"  {reason}: {count}" in out
+    assert "cancelled: runtime -1: 2" in out
+
+
+def test_trace_info_errors(tmp_path, capsys):
+    assert_clean_error(*cli(capsys, "trace", "info", tmp_path / "nothere.swf"), "nothere.swf")
+    bad = tmp_path / "bad.swf"
+    bad.write_text("1 0 0 10 1\n")
+    assert_clean_error(*cli(capsys, "trace", "info", bad), "bad.swf:1")
+
+
+def test_policies_and_platforms_list_what_run_accepts(capsys):
+    from hpcpower.platform import PRESETS
+    from hpcpower.policies.registry import POLICIES
+
+    code, out, _ = cli(capsys, "policies")
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == list(POLICIES)
+    code, out, _ = cli(capsys, "platforms")
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == list(PRESETS)
+
+
+# ------------------------------------------------------- real subprocesses
+def _command() -> list[str]:
+    script = shutil.which("hpcpower")
+    return [script] if script else [sys.executable, "-m", "hpcpower.cli"]
+
+
+def test_real_command_exit_codes(tmp_path):
+    (tmp_path / "jobs.swf").write_text(swf(*GOOD_JOBS))
+    good = scenario(tmp_path, "jobs.swf")
+    ok = subprocess.run(
+        [*_command(), "run", str(good), "--out", str(tmp_path / "o"), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert (tmp_path / "o" / "summary.json").is_file()
+    (tmp_path / "bad.swf").write_text(swf(*GOOD_JOBS).replace("\n2 10 0 50", "\n2 10 0 5x", 1))
+    bad = subprocess.run(
+        [sys.executable, "-m", "hpcpower.cli", "run", str(scenario(tmp_path, "bad.swf"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert_clean_error(bad.returncode, bad.stdout, bad.stderr, "bad.swf:4")
+    assert not (tmp_path / "runs").exists()
