@@ -336,6 +336,11 @@ class Timelines:
         here = (lo <= t) & (last >= t)
         pick = node[here]
         since = a[here]
+        return self._cheapest(r, pick, since, t), t
+
+    def _cheapest(self, r: int, pick: np.ndarray, since: np.ndarray, t: float) -> np.ndarray:
+        """The ``r`` cheapest of free nodes ``pick`` (idle since ``since``) to start at ``t``."""
+        rel = self.releases
         gap = np.where(
             rel.no_gap[pick],
             0.0,
@@ -343,7 +348,7 @@ class Timelines:
         )
         cost = rel.base_j[pick] + gap
         order = np.lexsort((pick, rel.timeout_rank[pick], rel.rank[pick], cost))
-        return pick[order[:r]], t
+        return pick[order[:r]]
 
     def earliest_by_grid(
         self, r: int, walltime_s: float, min_start: float, max_start: float | None = None
@@ -369,11 +374,4 @@ class Timelines:
         t = float(times[j])
         pick = nodes[fits[:, j]]
         since = idle_since[fits[:, j], j]
-        gap = np.where(
-            rel.no_gap[pick],
-            0.0,
-            rel.idle_w[pick] * np.maximum(0.0, t - np.maximum(since, self.now)),
-        )
-        cost = rel.base_j[pick] + gap
-        order = np.lexsort((pick, rel.timeout_rank[pick], rel.rank[pick], cost))
-        return pick[order[:r]], t
+        return self._cheapest(r, pick, since, t), t
