@@ -109,8 +109,11 @@ class IPM(PowerManager):
             pending.pop(record.job.id, None)
         for planned in schedule.start:
             pending[planned.job.id] = now + planned.job.reqtime_s
-        if cluster.sleeping and pending:
-            shift = float(lead[next(iter(cluster.sleeping))])
+        # (Nodes woken in this pass no longer count as sleeping, as in the
+        # authors' order: wakes first, then these callbacks.)
+        asleep = cluster.sleeping.difference(decision.switch_on) if pending else ()
+        if asleep:
+            shift = float(lead[next(iter(asleep))])
             decision.call_at.extend(e - shift for e in pending.values() if e - shift > now)
             pending.clear()
 
