@@ -162,7 +162,9 @@ class IconConfig:
         if self.max_spare_nodes is not None:
             hi = _integer("max_spare_nodes", self.max_spare_nodes)
             if hi < lo:
-                raise _bad("max_spare_nodes", f"None or a whole number >= min_spare_nodes ({lo})", hi)
+                raise _bad(
+                    "max_spare_nodes", f"None or a whole number >= min_spare_nodes ({lo})", hi
+                )
             put(self, "max_spare_nodes", hi)
         n_min = _integer("markov_min_samples", self.markov_min_samples)
         if n_min < 3:

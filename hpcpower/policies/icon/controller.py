@@ -10,7 +10,8 @@ Each pass, in the order of the authors' ``SNFICON.schedule``:
    delegated to the very ``snf-ipm`` controller
    (:class:`~hpcpower.policies.queue.snf.SNF` with
    :class:`~hpcpower.policies.power.ipm.IPM`), so fallback passes decide
-   exactly what ``snf-ipm`` would in the same state.
+   exactly what ``snf-ipm`` would in the same state (idle timers included,
+   see below).
 3. **ICON mode**: SNF dispatch; if jobs still wait, the future-SNF plan on
    predicted releases and the wakes it needs (:mod:`.planner`). Idle
    timeouts are not applied while jobs wait (as in the authors' code).
@@ -24,6 +25,12 @@ Each pass, in the order of the authors' ``SNFICON.schedule``:
 5. With an empty queue, **idle timeout**: idle nodes whose timeout expired
    switch off; a wake-up is requested at the next expiry.
 
+Two details of the authors' controller are kept on purpose: an idle node
+that runs a zero-length job started in an ICON pass with jobs still waiting
+keeps its earlier idle timer (:class:`IdleTimers`), and fallback passes also
+ask for re-planning at the walltime end (minus the wake time) of jobs that
+ICON started (:meth:`SnfIcon._fallback`).
+
 Every pass leaves a note in the decision log (``Simulation.decisions``):
 mode, screen statistics and verdict per series, gate, spare planning done or
 skipped and why, the candidate range, the chosen target with its expected
@@ -34,6 +41,7 @@ wait, energy and cost, and the power actions. ``mode`` (``"icon"`` or
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -72,6 +80,7 @@ class SnfIcon(Policy):
         settings: The :class:`IconConfig` in use.
         last_note: The decision note of the latest pass.
         last_spare: The latest spare optimisation (:class:`SparePlan`), for inspection.
+        last_event: The next-event model of that optimisation.
     """
 
     def __init__(self, config: IconConfig | None = None, name: str = "snf-icon") -> None:
@@ -111,6 +120,7 @@ class SnfIcon(Policy):
         self._icon_ends: dict[int, float] = {}
         # Requested duration of each running job (request / slowest node speed).
         self._requested: dict[int, float | None] = {}
+        self._timers = IdleTimers(self.settings.timeout_s is not None)
 
     def reset(self, cluster) -> None:
         """Forget everything learned and size the spare bounds to ``cluster``."""
@@ -152,6 +162,7 @@ class SnfIcon(Policy):
         for rec in view.completed:
             self._icon_ends.pop(rec.job.id, None)
             self._requested.pop(rec.job.id, None)
+        view = self._timers.view(view)
         if cfg.fallback_enabled and not verdict.accepted:
             decision = self._fallback(view)
             note.update(
@@ -165,6 +176,11 @@ class SnfIcon(Policy):
             )
         else:
             decision = self._icon(view, released, gate, event, note)
+        # The authors' idle timers of nodes started in this pass are dropped
+        # only by a pass that applies the timeout (see IdleTimers).
+        self._timers.after_pass(
+            view, decision, timeout_applied=note["mode"] == "fallback" or note["waiting"] == 0
+        )
         decision.note = note
         self.last_note = note
         return decision
@@ -187,9 +203,7 @@ class SnfIcon(Policy):
         if asleep:
             now = view.now
             shift = float(view.cluster.switch_on_mean_s[next(iter(asleep))])
-            decision.call_at.extend(
-                e - shift for e in self._icon_ends.values() if e - shift > now
-            )
+            decision.call_at.extend(e - shift for e in self._icon_ends.values() if e - shift > now)
             self._icon_ends.clear()
         return decision
 
@@ -243,9 +257,7 @@ class SnfIcon(Policy):
             note.update(spare="skipped", spare_reason="queue_not_empty")
             if cluster.sleeping:
                 plan = self._plan(view, started, remaining)
-                wakes = plan_wakes(
-                    plan, set(cluster.sleeping), cluster.switch_on_mean_s, now
-                )
+                wakes = plan_wakes(plan, set(cluster.sleeping), cluster.switch_on_mean_s, now)
                 decision.switch_on.extend(wakes.now)
                 decision.call_at.extend(wakes.later)
                 decision.plan = plan.made
@@ -268,6 +280,9 @@ class SnfIcon(Policy):
                     expected_wait_s=spare.expected_wait_s,
                     expected_energy_j=spare.expected_energy_j,
                     cost=spare.cost,
+                    horizon_s=self.last_event.horizon_s,
+                    horizon_cap_s=self.last_event.horizon_cap_s,
+                    p_arrival=self.last_event.p_arrival,
                 )
             else:
                 note.update(spare="skipped", spare_reason="no_recent_job_arrival")
@@ -326,7 +341,14 @@ class SnfIcon(Policy):
 
         return _Recorded(future_plan(releases, remaining, view.now, duration))
 
-    def _spares(self, view: SystemView, started: list[Planned], idle_after: np.ndarray) -> SparePlan:
+    def _spares(
+        self, view: SystemView, started: list[Planned], idle_after: np.ndarray
+    ) -> SparePlan:
+        """Warm-spare optimisation over the non-computing nodes left after dispatch.
+
+        Transition remainders are planned ones (means from the start of the
+        transition; a full mean again once overdue), as the authors' release map.
+        """
         cfg = self.settings
         cluster = view.cluster
         now = view.now
@@ -429,6 +451,69 @@ class SnfIcon(Policy):
     def __repr__(self) -> str:
         mode = self.last_note.get("mode") if self.last_note else "not started"
         return f"<SnfIcon {self.name!r}: last pass {mode}, {self.arrivals!r}>"
+
+
+class IdleTimers:
+    """Idle timers that outlive a zero-length job, as in the authors' controller.
+
+    An idle node's timer starts when it becomes idle (its ``since``). The
+    authors' controller keeps a node's timer until a pass that applies the
+    idle timeout sees the node busy. An ICON pass with jobs still waiting does
+    not apply it, so a node that runs a zero-length job started in such a pass
+    is idle again at the next pass with its *old* timer. This class remembers
+    those timers and, while any is pending, hands the controller (and the
+    SNF+IPM fallback) a view whose idle nodes show their timer start as
+    ``since`` (``since`` of an idle node is read only as its timer start).
+
+    Args:
+        enabled: False when there is no idle timeout.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start: dict[int, float] = {}
+        self._kept: dict[int, float] = {}
+
+    def view(self, view: SystemView) -> SystemView:
+        """``view``, or a copy whose cluster shows the kept timers as ``since``."""
+        if not self.enabled or not (self._kept or self.start):
+            return view
+        state = view.cluster.state
+        for node, start in self._kept.items():
+            if state[node] == IDLE:
+                self.start[node] = start
+        self._kept.clear()
+        for node in [n for n in self.start if state[n] != IDLE]:
+            del self.start[node]
+        if not self.start:
+            return view
+        since = view.cluster.since.copy()
+        for node, start in self.start.items():
+            since[node] = start
+        return replace(view, cluster=_TimerCluster(view.cluster, since))
+
+    def after_pass(self, view: SystemView, decision: Decision, timeout_applied: bool) -> None:
+        """Note the timers of nodes started in a pass that did not apply the timeout."""
+        if not self.enabled or not decision.start:
+            return
+        since = view.cluster.since
+        for _, nodes in decision.start:
+            for node in np.asarray(nodes).tolist():
+                if timeout_applied:
+                    self.start.pop(node, None)
+                else:
+                    self._kept[node] = float(since[node])
+
+
+class _TimerCluster:
+    """A cluster seen with other ``since`` values (read-only; everything else delegated)."""
+
+    def __init__(self, cluster, since: np.ndarray) -> None:
+        self._cluster = cluster
+        self.since = since
+
+    def __getattr__(self, name: str):
+        return getattr(self._cluster, name)
 
 
 class _Recorded:

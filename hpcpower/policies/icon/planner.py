@@ -1,4 +1,4 @@
-"""ICON's handling of queued jobs: dispatch, release prediction, future-SNF plan, wakes (paper §III-B).
+"""ICON's queued jobs: dispatch, predicted releases, future-SNF plan, wakes (paper §III-B).
 
 * **Dispatch** is SNF's: jobs in (nodes, walltime, arrival) order start on
   idle nodes while they fit, each taking the idle nodes with the longest

@@ -133,7 +133,10 @@ class RuntimeModel:
         """:meth:`remaining` for many jobs at once (same numbers, one model lookup)."""
         dist = self.distribution()
         if dist is None:
-            return [self.remaining(r, e, service_ema_s) for r, e in zip(requested_s, elapsed_s)]
+            return [
+                self.remaining(r, e, service_ema_s)
+                for r, e in zip(requested_s, elapsed_s, strict=True)
+            ]
         mu, sigma = dist
         out = []
         for req, elapsed in zip(requested_s, elapsed_s, strict=True):

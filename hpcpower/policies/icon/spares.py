@@ -31,11 +31,13 @@ sleeping. For each ``x``:
 * cost ``α W + β E``; the chosen ``x`` minimises ``(cost, W, E, x)``.
 
 All targets are evaluated at once with numpy: the r-th smallest delay of
-every plan comes from counts of delays at or below each distinct value, and
-energies from prefix sums over the optional and sleeping orders. The wait
-sums over ``r`` in the authors' order, so ``W`` is the same float; the energy
-is a sum in another order, equal to the authors' up to rounding (about
-1e-16 relative), which cannot change the choice short of an exact tie.
+every plan comes from the sorted fixed delays and the few distinct values of
+the delays that change with ``x``; energies are folded node by node in the
+authors' order (prefix sums where plans share a prefix, in-place additions
+to leading slices of plans elsewhere). Both ``W`` and ``E`` are therefore the
+same floats as the authors', which matters: on AOBA idle and switch-off
+power are equal, so plans that differ only in which idle nodes stay warm can
+tie up to rounding, and the tie-break must fall the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ import numpy as np
 from hpcpower.policies.icon.next_event import NextEvent, expected_residual
 
 EPS = 1e-9
+#: Largest (plans x values x ranks) array built at once by the order statistics.
+_CELLS = 1 << 20
 
 
 @dataclass
@@ -148,6 +152,150 @@ def _residuals(values: np.ndarray, rate: float) -> np.ndarray:
     return out
 
 
+def _prefix_le(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``out[i, j]``: how many of ``values[:i]`` are at most ``grid[j]`` (``n + 1`` rows)."""
+    out = np.zeros((len(values) + 1, len(grid)), dtype=np.int64)
+    np.cumsum(values[:, None] <= grid[None, :], axis=0, out=out[1:])
+    return out
+
+
+def _order_statistics(
+    fixed: np.ndarray,
+    k: np.ndarray,
+    w: np.ndarray,
+    opt_off: np.ndarray,
+    wake: np.ndarray,
+    asleep: np.ndarray,
+    ranks: list[int],
+) -> dict[int, np.ndarray]:
+    """The r-th smallest readiness delay of every candidate plan, for each rank r.
+
+    A plan's delays are the fixed ones (sorted ``fixed``) plus a *variable*
+    part: optional idle nodes (the first ``k`` kept at 0, the others
+    ``opt_off``) and sleeping nodes (the first ``w`` woken, ``wake``, the
+    others ``asleep``). The variable part takes few distinct values
+    ``u_1 < ... < u_D`` on a uniform platform; with ``c_j`` the number of
+    variable delays ``<= u_j``, the r-th smallest is the least candidate among
+    ``u_j`` (if ``#fixed <= u_j`` + ``c_j >= r``) and, for each stretch
+    ``[u_j, u_{j+1})``, the ``(r - c_j)``-th smallest fixed delay if it falls at
+    or above ``u_j``. Work is O(plans × D) per rank.
+    """
+    n_x = len(k)
+    parts = [wake, asleep, opt_off]
+    if len(opt_off):
+        parts.append(np.zeros(1))
+    grid = np.unique(np.concatenate(parts))
+    var = np.zeros((n_x, len(grid)), dtype=np.int64)
+    if len(opt_off):
+        le = _prefix_le(opt_off, grid)
+        var += k[:, None] + (le[-1][None, :] - le[k])
+    if len(wake):
+        woken = _prefix_le(wake, grid)
+        left = _prefix_le(asleep, grid)
+        var += woken[w] + (left[-1][None, :] - left[w])
+    n_fixed = len(fixed)
+    fixed_le = np.searchsorted(fixed, grid, side="right")
+    # Stretches below u_1 (no variable delay) and from each u_j on.
+    var_below = np.hstack((np.zeros((n_x, 1), dtype=np.int64), var))
+    floor = np.concatenate(([-np.inf], grid))
+    padded = np.concatenate((fixed, [np.inf]))
+    ranks_a = np.asarray(ranks, dtype=np.int64)
+    # All ranks at once, in slices that keep the (plans, D, ranks) arrays small.
+    step = max(1, _CELLS // max(1, n_x * (len(grid) + 1)))
+    out: dict[int, np.ndarray] = {}
+    for lo in range(0, len(ranks_a), step):
+        r = ranks_a[lo : lo + step][None, None, :]
+        if len(grid):
+            hit = (fixed_le[None, :, None] + var[:, :, None]) >= r
+            best = np.where(hit, grid[None, :, None], np.inf).min(axis=1)
+        else:
+            best = np.full((n_x, r.shape[2]), np.inf)
+        if n_fixed:
+            idx = r - var_below[:, :, None] - 1
+            ok = (idx >= 0) & (idx < n_fixed)
+            cand = padded[np.minimum(np.maximum(idx, 0), n_fixed)]
+            cand = np.where(ok & (cand >= floor[None, :, None]), cand, np.inf)
+            best = np.minimum(best, cand.min(axis=1))
+        for j, rank in enumerate(ranks_a[lo : lo + step].tolist()):
+            out[rank] = best[:, j]
+    return out
+
+
+def _pairs(acc: np.ndarray, first: np.ndarray, second: np.ndarray) -> None:
+    """Add ``first[i]`` then ``second[i]`` to every row, node by node (in place)."""
+    for a, b in zip(first.tolist(), second.tolist(), strict=True):
+        acc += a
+        acc += b
+
+
+def _plan_energies(
+    nodes: SpareNodes,
+    h: float,
+    forced: np.ndarray,
+    optional: np.ndarray,
+    expired: np.ndarray,
+    ranked: np.ndarray,
+    k: np.ndarray,
+    w: np.ndarray,
+) -> np.ndarray:
+    """Expected non-compute energy of every candidate plan, summed in the authors' order.
+
+    The authors add node by node: kept idle nodes (forced, then the kept
+    optional ones), switching-on nodes, woken nodes, nodes left asleep (by
+    id), nodes switched off (expired, then the optional ones not kept) and
+    nodes already switching off, a transition and what follows it as two
+    terms. On platforms where idle and switch-off power are equal (AOBA:
+    600 W) keeping or switching off an idle node costs the same over a
+    horizon shorter than the switch-off, and the choice between such plans
+    falls to rounding; summing in the same order makes it the same choice.
+
+    Rows (candidate plans) keep ``k`` (optional nodes kept) and ``w`` (nodes
+    woken) non-decreasing, so each term goes to a leading slice of rows.
+    """
+    pw = nodes.power_w
+    p_sleep, p_on, p_idle, p_off = pw[:, 0], pw[:, 1], pw[:, 2], pw[:, 4]
+    acc0 = 0.0
+    for e in (p_idle[forced] * h).tolist():
+        acc0 += e
+    # Kept optional nodes: a prefix of the optional order; sequential prefix sums.
+    keep = np.add.accumulate(np.concatenate(([acc0], p_idle[optional] * h)))
+    acc = keep[k].astype(float)
+    t_on = np.minimum(nodes.on_remaining_s, h)
+    son = nodes.switching_on
+    _pairs(acc, p_on[son] * t_on, p_idle[son] * np.maximum(0.0, h - t_on))
+    if len(ranked):
+        # Plans that wake nodes keep every optional node: they share the sum so far.
+        woke = w > 0
+        if woke.any():
+            t_wake = np.minimum(nodes.lead_s[ranked], h)
+            wake = p_on[ranked] * t_wake + p_idle[ranked] * (h - t_wake)
+            start = acc[int(np.argmax(woke))]
+            acc[woke] = np.add.accumulate(np.concatenate(([start], wake)))[w[woke]]
+        # Sleeping nodes in id order; node j sleeps in the plans waking fewer
+        # than its rank, i.e. a leading slice of rows.
+        sleeping = nodes.sleeping
+        position = np.empty(len(nodes.lead_s), dtype=np.int64)
+        position[ranked] = np.arange(len(ranked))
+        upto = np.searchsorted(w, position[sleeping], side="right")
+        for n_rows, e in zip(upto.tolist(), (p_sleep[sleeping] * h).tolist(), strict=True):
+            acc[:n_rows] += e
+    toff = nodes.off_s
+
+    def down(ids: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = np.minimum(left, h)
+        return p_off[ids] * t, p_sleep[ids] * np.maximum(0.0, h - t)
+
+    _pairs(acc, *down(expired, toff[expired]))
+    if len(optional):
+        first, second = down(optional, toff[optional])
+        upto = np.searchsorted(k, np.arange(len(optional)), side="right")
+        for n_rows, a, b in zip(upto.tolist(), first.tolist(), second.tolist(), strict=True):
+            acc[:n_rows] += a
+            acc[:n_rows] += b
+    _pairs(acc, *down(nodes.switching_off, nodes.off_remaining_s))
+    return acc
+
+
 def classify(nodes: SpareNodes, now: float, settings: SpareSettings):
     """Split idle nodes into expired, forced-warm and optional; rank sleeping nodes.
 
@@ -217,7 +365,6 @@ def optimise(
     rate = event.residual_rate
     lead = nodes.lead_s
     toff = nodes.off_s
-    pw = nodes.power_w
     h = max(0.0, event.horizon_s)
 
     # --- readiness delays -------------------------------------------------
@@ -229,59 +376,16 @@ def optimise(
     d_asleep = lead[ranked]
     fixed = np.sort(np.concatenate((np.zeros(len(forced)), d_son, d_exp, d_soff)))
     n_total = len(fixed) + len(optional) + len(ranked)
-    parts = [fixed, d_opt_off, d_wake, d_asleep]
-    if len(optional):
-        parts.append(np.zeros(1))
-    values = np.unique(np.concatenate(parts)) if n_total else np.zeros(0)
-
     waits = np.zeros(len(targets))
     if n_total:
-        # counts[x, u]: delays of plan x at or below values[u].
-        counts = np.searchsorted(fixed, values, side="right")[None, :] + np.zeros(
-            (len(targets), 1), dtype=np.int64
-        )
-        if len(optional):
-            le = np.vstack(
-                (np.zeros((1, len(values)), dtype=np.int64), np.cumsum(d_opt_off[:, None] <= values, 0))
-            )
-            counts += k[:, None] + (le[-1][None, :] - le[k])
-        if len(ranked):
-            woken = np.vstack(
-                (np.zeros((1, len(values)), dtype=np.int64), np.cumsum(d_wake[:, None] <= values, 0))
-            )
-            asleep = np.vstack(
-                (np.zeros((1, len(values)), dtype=np.int64), np.cumsum(d_asleep[:, None] <= values, 0))
-            )
-            counts += woken[w] + (asleep[-1][None, :] - asleep[w])
-        for r, p in pmf:
-            rank = max(1, min(int(r), n_total))
-            waits = waits + float(p) * values[(counts < rank).sum(axis=1)]
+        ranks = [max(1, min(int(r), n_total)) for r, _ in pmf]
+        stats = _order_statistics(fixed, k, w, d_opt_off, d_wake, d_asleep, sorted(set(ranks)))
+        for rank, (_, p) in zip(ranks, pmf, strict=True):
+            waits = waits + float(p) * stats[rank]
     waits = waits * event.p_arrival
 
     # --- energy over the horizon -----------------------------------------
-    p_sleep, p_on, p_idle, p_off = pw[:, 0], pw[:, 1], pw[:, 2], pw[:, 4]
-
-    def down(ids: np.ndarray, left: np.ndarray) -> np.ndarray:
-        t = np.minimum(left, h)
-        return p_off[ids] * t + p_sleep[ids] * np.maximum(0.0, h - t)
-
-    t_on = np.minimum(nodes.on_remaining_s, h)
-    e_fixed = (
-        float(np.sum(p_idle[forced] * h))
-        + float(np.sum(p_on[son] * t_on + p_idle[son] * np.maximum(0.0, h - t_on)))
-        + float(np.sum(down(expired, toff[expired])))
-        + float(np.sum(down(soff, nodes.off_remaining_s)))
-    )
-    e_keep = np.concatenate(([0.0], np.cumsum(p_idle[optional] * h)))
-    e_off = np.concatenate(([0.0], np.cumsum(down(optional, toff[optional]))))
-    t_wake = np.minimum(lead[ranked], h)
-    e_woken = np.concatenate(
-        ([0.0], np.cumsum(p_on[ranked] * t_wake + p_idle[ranked] * (h - t_wake)))
-    )
-    e_asleep = np.concatenate(([0.0], np.cumsum(p_sleep[ranked] * h)))
-    energies = (
-        e_fixed + e_keep[k] + (e_off[-1] - e_off[k]) + e_woken[w] + (e_asleep[-1] - e_asleep[w])
-    )
+    energies = _plan_energies(nodes, h, forced, optional, expired, ranked, k, w)
 
     costs = settings.alpha * waits + settings.beta * energies
     best = int(np.lexsort((targets, energies, waits, costs))[0])
