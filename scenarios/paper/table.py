@@ -2,6 +2,7 @@
 
     python scenarios/paper/table.py                         # the two baselines
     python scenarios/paper/table.py --policies snf-ipm snf-icon --jobs 2
+    python scenarios/paper/table.py --cases das2-fs2 markovian --platform taurus-64
 
 Each run uses the case's scenario file in this folder with ``seed = 42`` (the
 seed of the authors' simulator). Runs go to a process pool; the table lists
@@ -22,10 +23,13 @@ HERE = Path(__file__).resolve().parent
 CASES = ("das2-fs1", "das2-fs2", "das2-fs3", "das2-fs4", "markovian", "sdsc-blue")
 
 
-def run_case(case: str, policy: str) -> dict:
-    """Run one case under one policy; return its headline figures."""
+def run_case(case: str, policy: str, platform: str | None = None) -> dict:
+    """Run one case under one policy (optionally on another platform); return its figures."""
     t0 = time.perf_counter()
-    sim = Simulation.from_scenario(HERE / f"{case}.toml", policy__name=policy, simulation__seed=42)
+    overrides = {"policy__name": policy, "simulation__seed": 42}
+    if platform:
+        overrides["platform__name"] = platform
+    sim = Simulation.from_scenario(HERE / f"{case}.toml", **overrides)
     s = sim.run().summary
     return {
         "case": case,
@@ -43,11 +47,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Run the paper's six cases.")
     parser.add_argument("--policies", nargs="+", default=["fcfs-easy-ipm", "snf-ipm"])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--platform", help="run on this platform instead (cross-platform cases)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel processes")
     args = parser.parse_args()
     tasks = [(c, p) for c in args.cases for p in args.policies]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(run_case, *zip(*tasks, strict=True)))
+        platforms = [args.platform] * len(tasks)
+        rows = list(pool.map(run_case, *zip(*tasks, strict=True), platforms))
     print("| case | platform | policy | mean wait (min) | wasted (MWh) | utilisation | ICON time |")
     print("|---|---|---|---:|---:|---:|---:|")
     for r in rows:
