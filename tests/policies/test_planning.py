@@ -42,9 +42,7 @@ def test_interval_sweep_equals_brute_force(n, segs, r, wall, lo, span):
     kept: list[tuple[int, float, float]] = []
     for node, start, length in segs:
         node %= n
-        if all(
-            not (start < s + ln and s < start + length) for m, s, ln in kept if m == node
-        ):
+        if all(not (start < s + ln and s < start + length) for m, s, ln in kept if m == node):
             kept.append((node, start, length))
     lines = _timelines(n, kept)
     hi = None if span is None else lo + span
