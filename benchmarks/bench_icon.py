@@ -1,0 +1,78 @@
+"""Speed of SNF-ICON on the paper's cases, and of one warm-spare optimisation.
+
+Prints the wall and CPU time of ``Simulation.run()`` for each 64-node case
+and for SDSC Blue on AOBA-1152 (loading and building excluded), and the
+median and 95th percentile of the real spare optimisations of the SDSC run
+(1152 nodes). Run from the project root:
+
+    python benchmarks/bench_icon.py            # everything (a few minutes)
+    python benchmarks/bench_icon.py --quick    # 64-node cases only
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+import hpcpower.policies.icon.controller as icon_controller
+from hpcpower import Simulation, load_platform, load_workload, make_policy
+
+DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
+CASES_64 = [
+    "DAS2-fs1-0-3000.json.gz",
+    "DAS2-fs2-0-3000.json.gz",
+    "DAS2-fs3-0-3000.json.gz",
+    "DAS2-fs4-0-3000.json.gz",
+    "generated-markovian-3000.json.gz",
+]
+
+
+def run(workload_file: str, platform: str, policy: str = "snf-icon") -> None:
+    sim = Simulation(
+        load_platform(platform), load_workload(DATA / workload_file), make_policy(policy), seed=42
+    )
+    wall, cpu = time.perf_counter(), time.process_time()
+    s = sim.run().summary
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(
+        f"{workload_file:38s} {platform:10s} {policy:9s} run {wall:6.2f} s wall, {cpu:6.2f} s CPU  "
+        f"wait {s['mean_wait_s'] / 60:6.2f} min  wasted {s['wasted_energy_j'] / 3.6e9:7.3f} MWh  "
+        f"ICON {100 * s['icon_time_fraction']:5.1f} %",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64-node cases only")
+    args = parser.parse_args()
+    for name in CASES_64:
+        run(name, "aoba-64")
+    if args.quick:
+        return
+    timings: list[float] = []
+    original = icon_controller.optimise
+
+    def timed(*a, **k):
+        t0 = time.perf_counter()
+        out = original(*a, **k)
+        timings.append(time.perf_counter() - t0)
+        return out
+
+    icon_controller.optimise = timed
+    try:
+        run("SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", "aoba-1152")
+    finally:
+        icon_controller.optimise = original
+    ms = np.array(timings) * 1e3
+    print(
+        f"spare optimisations at 1152 nodes: {len(ms)}, median {np.median(ms):.2f} ms, "
+        f"95th percentile {np.percentile(ms, 95):.2f} ms, first {ms[0]:.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
