@@ -1,0 +1,1 @@
+"""The platform presets, shipped as the paper's own SPARS platform files."""
