@@ -64,6 +64,12 @@ class Cluster:
         self.power_w = platform.power_matrix()
         #: Idle power per node (a contiguous copy of one column of ``power_w``).
         self.idle_w = self.power_w[:, IDLE].copy()
+        #: Switching-on and switching-off power per node (contiguous copies, for planners).
+        self.switching_on_w = self.power_w[:, SWITCHING_ON].copy()
+        self.switching_off_w = self.power_w[:, SWITCHING_OFF].copy()
+        #: ``arange(n_nodes)``, shared by planners instead of rebuilt at every pass.
+        self.ids = np.arange(n)
+        self.ids.flags.writeable = False
         self.state = np.full(n, int(initial_state), dtype=np.int8)
         self.since = np.full(n, env.now, dtype=float)
         # Seconds per (state, node): one contiguous row per state, so that a

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hpcpower import Simulation, make_policy
 from hpcpower.policies.planning import ReleaseMap, Timelines
-from tests.conftest import job, tiny_platform
+from tests.conftest import DATA, job, tiny_platform
 
 
 def _timelines(n_nodes: int, segments: list[tuple[int, float, float]]) -> Timelines:
@@ -66,3 +66,132 @@ def test_a_job_fits_in_the_gap_before_a_reservation():
     assert lines.earliest(2, 50.0, 0.0, 300.0) is None
     nodes, t = lines.earliest(2, 50.0, 0.0)
     assert t == 400.0 and sorted(nodes.tolist()) == [0, 1]
+
+
+def _intervals_by_sort(lines: Timelines) -> list[tuple[int, float, float]]:
+    """Free intervals from the segments by the original sort (reference for the kept arrays)."""
+    start, finish = lines.segment_arrays()
+    start = np.concatenate((start, np.full((len(start), 1), np.inf)), axis=1)
+    finish = np.concatenate((finish, np.full((len(finish), 1), np.inf)), axis=1)
+    order = np.argsort(start, axis=1, kind="stable")
+    s = np.take_along_axis(start, order, axis=1)
+    f = np.maximum.accumulate(np.take_along_axis(finish, order, axis=1), axis=1)
+    a = np.concatenate((np.full((len(s), 1), -np.inf), f[:, :-1]), axis=1)
+    ok = s > a
+    node = np.broadcast_to(np.arange(len(s))[:, None], s.shape)[ok]
+    return sorted(zip(node.tolist(), a[ok].tolist(), s[ok].tolist(), strict=True))
+
+
+def _window_free_by_segments(lines: Timelines, nodes, start: float, finish: float) -> bool:
+    s, f = lines.segment_arrays()
+    s, f = s[nodes], f[nodes]
+    begun = s <= start
+    if (begun & (f > start)).any():
+        return False
+    free_until = np.where(begun, np.inf, s).min(axis=1)
+    return bool((finish <= free_until + 1e-9).all())
+
+
+overlapping = st.tuples(
+    st.integers(0, 5),
+    st.integers(0, 40).map(lambda x: x * 25.0),
+    st.sampled_from([0.0, 1e-10, 5e-10, 25.0, 50.0, 100.0, 300.0, -1e-10]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 6),
+    segs=st.lists(overlapping, max_size=14),
+    probes=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), max_size=6),
+)
+def test_kept_free_intervals_equal_a_rebuild_from_segments(n, segs, probes):
+    # Segments may overlap (by EPS or more), be empty or touch: the kept intervals
+    # must always equal the ones sorted out of the segments, and window_free must
+    # answer as a scan of the segments does.
+    lines = _timelines(n, [])
+    for node, start, length in segs:
+        lines.add(np.array([node % n]), start, start + length)
+        node_ids, a, b = lines.free_intervals()
+        kept = sorted(zip(node_ids.tolist(), a.tolist(), b.tolist(), strict=True))
+        assert kept == _intervals_by_sort(lines)
+    for t, length in probes:
+        nodes = np.arange(n)
+        start = t * 25.0
+        assert lines.window_free(nodes, start, start + length * 25.0) == (
+            _window_free_by_segments(lines, nodes, start, start + length * 25.0)
+        )
+
+
+def _select_by_four_keys(releases: ReleaseMap, r: int, min_start: float):
+    """ReleaseMap.select as first written: one lexsort on (cost, rank, timeout rank, id)."""
+    ids = releases.ids
+    rel = releases.release[ids]
+    finite = np.isfinite(rel)
+    ids, rel = ids[finite], rel[finite]
+    if len(ids) < r:
+        return None
+    kth = np.partition(rel, r - 1)[r - 1] if r < len(rel) else rel.max()
+    start = max(min_start, float(kth))
+    ok = rel <= start
+    ids, rel = ids[ok], rel[ok]
+    gap = np.where(releases.no_gap[ids], 0.0, releases.idle_w[ids] * (start - rel))
+    cost = releases.base_j[ids] + gap
+    order = np.lexsort((ids, releases.timeout_rank[ids], releases.rank[ids], cost))
+    return ids[order[:r]], start
+
+
+def test_select_equals_the_four_key_sort_on_real_passes():
+    """Every node choice of a DAS2-fs1 prefix run (64 and 1152 nodes, with and without timeout)."""
+    from hpcpower import load_platform, load_workload
+
+    checked = 0
+    original = ReleaseMap.select
+
+    def checking(self, r, min_start, candidates=None):
+        nonlocal checked
+        got = original(self, r, min_start, candidates)
+        if candidates is None:
+            want = _select_by_four_keys(self, r, min_start)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert got[1] == want[1] and got[0].tolist() == want[0].tolist()
+            checked += 1
+        return got
+
+    ReleaseMap.select = checking
+    try:
+        for platform, jobs, policy in (
+            ("aoba-64", 300, "fcfs-easy-ipm"),
+            ("aoba-64", 300, "snf-ipm"),
+            ("aoba-1152", 400, "snf-ipm"),
+            ("aoba-1152", 400, "fcfs-easy"),
+        ):
+            workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+            workload.jobs = workload.jobs[:jobs]
+            Simulation(load_platform(platform), workload, make_policy(policy), seed=42).run()
+    finally:
+        ReleaseMap.select = original
+    assert checked > 1000
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(17, 24),
+    segs=st.lists(
+        st.tuples(
+            st.sets(st.integers(0, 23), min_size=1),
+            st.integers(0, 40).map(lambda x: x * 25.0),
+            st.sampled_from([0.0, 1e-10, 25.0, 100.0, 300.0, -1e-10]),
+        ),
+        max_size=10,
+    ),
+)
+def test_kept_free_intervals_with_many_nodes_per_segment(n, segs):
+    # Segments on more than 16 nodes take the array path of Timelines.add.
+    lines = _timelines(n, [])
+    for nodes, start, length in segs:
+        lines.add(np.array(sorted({x % n for x in nodes})), start, start + length)
+        node_ids, a, b = lines.free_intervals()
+        kept = sorted(zip(node_ids.tolist(), a.tolist(), b.tolist(), strict=True))
+        assert kept == _intervals_by_sort(lines)

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from hpcpower.engine.cluster import IDLE, SLEEPING
 from hpcpower.errors import InputError
 from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView
 
@@ -47,23 +46,27 @@ class IPM(PowerManager):
         """Wake planned sleeping nodes in time; switch off expired idle nodes."""
         cluster = view.cluster
         now = view.now
-        state = cluster.state
         lead = cluster.switch_on_mean_s
+        sleeping = cluster.sleeping
 
-        idle = state == IDLE
-        for planned in schedule.start:
-            idle[planned.nodes] = False
-        expired = np.empty(0, dtype=np.intp)
-        expiry = None
-        if self.timeout_s is not None:
-            expiry = cluster.since + self.timeout_s
-            expired = np.flatnonzero(idle & (now >= expiry))
+        # Idle nodes not starting a job in this pass, and which of them expired
+        # (oldest idle first, then by id) or expire next.
+        idle = cluster.idle
+        if schedule.start and idle:
+            taken: set[int] = set()
+            for planned in schedule.start:
+                taken.update(np.asarray(planned.nodes).tolist())
+            idle = idle - taken
+        expired: list[int] = []
+        next_expiry = None
+        if self.timeout_s is not None and idle:
+            expired, next_expiry = _expiries(cluster.since, idle, self.timeout_s, now)
 
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
         # starts never decrease: read the plan until all of them appeared.
-        wanted = set(cluster.sleeping)
-        wanted.update(expired.tolist())
+        wanted = set(sleeping)
+        wanted.update(expired)
         earliest: dict[int, float] = {}
         first_start: dict[int, float] = {}
         if wanted:
@@ -75,7 +78,7 @@ class IPM(PowerManager):
                     first_start[node] = start
                     # (A sleeping node is planned at now + lead at the earliest;
                     # with a zero lead that is now, and it is woken at once.)
-                    if state[node] == SLEEPING:
+                    if node in sleeping:
                         earliest[node] = start - lead[node]
                 if len(first_start) == len(wanted):
                     break
@@ -89,17 +92,14 @@ class IPM(PowerManager):
             else:
                 decision.call_at.append(wake)
 
-        if expiry is not None:
-            if len(expired):
-                expired = expired[np.argsort(cluster.since[expired], kind="stable")]
-                cycle = cluster.switch_off_mean_s + cluster.switch_on_mean_s
-                for node in expired.tolist():
-                    start = first_start.get(node)
-                    if start is None or now + cycle[node] <= start:
-                        decision.switch_off.append(node)
-            waiting = idle & (expiry > now)
-            if waiting.any():
-                decision.call_at.append(float(expiry[waiting].min()))
+        if expired:
+            off = cluster.switch_off_mean_s
+            for node in expired:
+                start = first_start.get(node)
+                if start is None or now + (off[node] + lead[node]) <= start:
+                    decision.switch_off.append(node)
+        if next_expiry is not None:
+            decision.call_at.append(next_expiry)
 
         # The authors' simulator re-plans when a sleeping node would have to
         # start waking for a running job's walltime end: each end is asked for
@@ -124,3 +124,33 @@ class IPM(PowerManager):
     def config(self) -> dict[str, Any]:
         """Name and timeout."""
         return {"power": self.name, "timeout_s": self.timeout_s}
+
+
+def _expiries(
+    since: np.ndarray, idle: set[int], timeout_s: float, now: float
+) -> tuple[list[int], float | None]:
+    """Expired idle nodes (oldest idle first, then by id) and the next future expiry.
+
+    A node expires at ``since + timeout_s`` and has expired when ``now`` is
+    at or past that instant.
+    """
+    if len(idle) <= 64:
+        # Few nodes: Python scalars are cheaper than array operations.
+        expired = []
+        next_expiry = None
+        for node in idle:
+            expiry = since[node] + timeout_s
+            if now >= expiry:
+                expired.append((since[node], node))
+            elif next_expiry is None or expiry < next_expiry:
+                next_expiry = expiry
+        expired.sort()
+        return [node for _, node in expired], None if next_expiry is None else float(next_expiry)
+    nodes = np.fromiter(idle, dtype=np.intp, count=len(idle))
+    nodes.sort()
+    expiry = since[nodes] + timeout_s
+    done = now >= expiry
+    expired = nodes[done]
+    expired = expired[np.argsort(since[expired], kind="stable")].tolist()
+    later = expiry[~done]
+    return expired, float(later.min()) if len(later) else None

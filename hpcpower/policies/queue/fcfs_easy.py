@@ -21,6 +21,9 @@ At each pass (the authors' ``easy_psas``):
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
+
 import numpy as np
 
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
@@ -38,7 +41,7 @@ class FCFSEasy(QueuePolicy):
         if not len(view.queue):
             return out
         now = view.now
-        idle = idle_order(view.cluster, now, timeout_s)
+        idle = order = idle_order(view.cluster, now, timeout_s)
         used = 0
         first = None
         for job in view.queue:
@@ -54,8 +57,8 @@ class FCFSEasy(QueuePolicy):
         if view.queue.min_res() > len(idle):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
-            return Schedule(out.start, _plan_later(view, timeout_s, out.start, k))
-        base = ReleaseMap(view, timeout_s)
+            return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
+        base = ReleaseMap(view, timeout_s, idle_nodes=order)
         releases = base.copy()
         for planned in out.start:
             releases.occupy(planned.nodes, now + planned.job.reqtime_s)
@@ -68,9 +71,11 @@ class FCFSEasy(QueuePolicy):
             return out
         head = Planned(first, pick[1], pick[0])
 
-        reserved = np.zeros(view.cluster.n_nodes, dtype=bool)
+        n_nodes = view.cluster.n_nodes
+        reserved = np.zeros(n_nodes, dtype=bool)
         reserved[head.nodes] = True
-        backfilled: set[int] = set()
+        taken = np.zeros(n_nodes, dtype=bool)
+        backfilled: list[int] = []  # positions in the columns below
         # Scan the later jobs in arrival order with array operations: a job
         # starts now if it fits on idle nodes outside the head's reservation,
         # or on idle nodes including reserved ones (necessarily, as there are
@@ -79,90 +84,168 @@ class FCFSEasy(QueuePolicy):
         first_later = len(out.start) + 1
         ids, res = ids[first_later:], res[first_later:]
         ends_in_time = now + req[first_later:] <= head.start_s + EPS
+        free = idle[~reserved[idle]]
         p = 0
         while p < len(ids) and len(idle):
-            free = idle[~reserved[idle]]
             fits = (res[p:] <= len(free)) | ((res[p:] <= len(idle)) & ends_in_time[p:])
             j = int(np.argmax(fits))
             if not fits[j]:
                 break
             j += p
             r = int(res[j])
-            nodes = free[:r] if r <= len(free) else idle[:r]
-            idle = np.setdiff1d(idle, nodes, assume_unique=True)
+            # Both runs keep the idle order; taking a prefix of one removes
+            # scattered nodes from the other.
+            if r <= len(free):
+                nodes = free[:r]
+                free = free[r:]
+                taken[nodes] = True
+                idle = idle[~taken[idle]]
+            else:
+                nodes = idle[:r]
+                idle = idle[r:]
+                taken[nodes] = True
+                free = free[~taken[free]]
             job = view.queue.job(int(ids[j]))
             out.start.append(Planned(job, now, nodes))
-            backfilled.add(job.id)
+            backfilled.append(j)
             p = j + 1
 
-        return Schedule(out.start, _lazy(view, base, out.start, head, k, backfilled))
+        columns = (ids, res, req[first_later:])
+        return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, backfilled))
 
 
-def _plan_later(view, timeout_s, started, k):
-    """Reserve for the head (the ``k``-th waiting job) and project the queue, when first read."""
-    base = ReleaseMap(view, timeout_s)
+def _plan_rest(view, base, started, head, columns, backfilled):
+    """Project the jobs after the head that were not backfilled, when first read."""
+    keep = np.ones(len(columns[0]), dtype=bool)
+    keep[backfilled] = False
+    yield from _project(view, base, started, head, tuple(c[keep] for c in columns))
+
+
+def _plan_later(view, timeout_s, started, k, order):
+    """Reserve for the head (the ``k``-th waiting job) and project the queue, when first read.
+
+    ``order`` is the pass's :func:`idle_order`.
+    """
+    base = ReleaseMap(view, timeout_s, idle_nodes=order)
     releases = base.copy()
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
-    waiting = view.queue.fcfs()[k:]
-    pick = releases.select(waiting[0].res, view.now)
+    ids, res, req = view.queue.fcfs_columns()
+    first = view.queue.job(int(ids[k]))
+    pick = releases.select(first.res, view.now)
     if pick is None:
         return
-    head = Planned(waiting[0], pick[1], pick[0])
-    yield from _project(view, base, started, head, waiting[1:])
+    head = Planned(first, pick[1], pick[0])
+    yield from _project(view, base, started, head, (ids[k + 1 :], res[k + 1 :], req[k + 1 :]))
 
 
-def _lazy(view, base, started, head, k, backfilled):
-    """Project the queue after the head, when first read."""
-    rest = [j for j in view.queue.fcfs()[k + 1 :] if j.id not in backfilled]
-    yield from _project(view, base, started, head, rest)
-
-
-def _project(view, base: ReleaseMap, started, head, rest) -> list[Planned]:
+def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
     """The head, the FCFS-forward plan, then each job moved into an earlier gap.
 
-    ``base`` is the release map of the pass before any job was placed.
+    ``base`` is the release map of the pass before any job was placed;
+    ``rest`` the columns ``(ids, res, reqtime_s)`` of the jobs after the head,
+    in arrival order.
+
+    The plan is the placed jobs sorted by start (ties in placement order),
+    and the power manager usually reads only its beginning, so entries are
+    handed out as soon as no job still to be placed can start before them
+    (nor at the same time, as it would sort after them). A job still to be
+    placed starts no earlier than the smaller of
+
+    * its FCFS-forward start, which never decreases along the queue, so the
+      next job's is a bound for all, and
+    * the earliest start in the timelines of a job with the fewest nodes and
+      the shortest walltime among them: a gap that fits a job fits any
+      smaller or shorter one, and gaps only shrink as jobs are placed, so
+      this bound stays valid (if weaker) as placement goes on.
     """
     now = view.now
-    # FCFS-forward plan seeded with the head's reservation.
+    queue = view.queue
+    head_end = head.start_s + head.job.reqtime_s
+    lines = Timelines(base, view, started)
+    if not lines.window_free(head.nodes, head.start_s, head_end):
+        return
+    lines.add(head.nodes, head.start_s, head_end)
+
+    # FCFS-forward plan seeded with the head's reservation, made one job ahead
+    # of the gap placement.
     releases = base.copy()
     for planned in started:
-        releases.occupy(np.asarray(planned.nodes), now + planned.job.reqtime_s)
-    fcfs = [head]
-    releases.occupy(np.asarray(head.nodes), head.start_s + head.job.reqtime_s)
+        releases.occupy(planned.nodes, now + planned.job.reqtime_s)
+    releases.occupy(head.nodes, head_end)
+    ids, res, req = rest
+    n_rest = len(ids)
+    res_of = res.tolist()
     barrier = head.start_s
-    for job in rest:
-        pick = releases.select(job.res, barrier)
-        if pick is None:
-            break
-        nodes, start = pick
-        releases.occupy(nodes, start + job.reqtime_s)
-        fcfs.append(Planned(job, start, nodes))
-        barrier = start
 
-    # Move planned jobs earlier into gaps of the per-node timelines.
-    lines = Timelines(base, view, started)
-    if not lines.window_free(head.nodes, head.start_s, head.start_s + head.job.reqtime_s):
-        return []
-    lines.add(np.asarray(head.nodes), head.start_s, head.start_s + head.job.reqtime_s)
-    plan = [head]
-    for entry in fcfs[1:]:
-        job = entry.job
-        wall = job.reqtime_s
-        if now + EPS < entry.start_s:
-            early = lines.earliest(job.res, wall, now, entry.start_s)
-            if early is not None and early[1] + EPS < entry.start_s:
-                lines.add(early[0], early[1], early[1] + wall)
-                plan.append(Planned(job, early[1], early[0]))
+    pending: list[tuple[float, int, Planned]] = [(head.start_s, -1, head)]
+    i = 0  # next job to place
+    ahead: Planned | None = None  # its FCFS-forward entry
+    done = n_rest == 0  # no further job will be placed
+    fewest = shortest = None  # suffix minima of res and reqtime_s, made when needed
+    gap_bound = -np.inf  # earliest gap start for the remaining jobs (a stale value is a bound)
+    placed_since_bound = 0
+    batch = 1
+    while True:
+        if not done and ahead is None:
+            pick = releases.select(res_of[i], barrier)
+            if pick is None:
+                done = True
+            else:
+                job = queue.job(int(ids[i]))
+                nodes, barrier = pick
+                releases.occupy(nodes, barrier + job.reqtime_s)
+                ahead = Planned(job, barrier, nodes)
+        if pending:
+            top = pending[0][0]
+            if done or top <= min(ahead.start_s, gap_bound):
+                yield heapq.heappop(pending)[2]
                 continue
-        if lines.window_free(entry.nodes, entry.start_s, entry.start_s + wall):
-            lines.add(np.asarray(entry.nodes), entry.start_s, entry.start_s + wall)
-            plan.append(entry)
+            if ahead.start_s >= top and placed_since_bound >= batch:
+                # Only the gap bound holds the next entry back: refresh it.
+                # (Refreshes that do not help are spaced out, doubling.)
+                if fewest is None:
+                    fewest = np.minimum.accumulate(res[::-1])[::-1].tolist()
+                    shortest = np.minimum.accumulate(req[::-1])[::-1].tolist()
+                gap_bound = lines.earliest_start(fewest[i], shortest[i], now)
+                placed_since_bound = 0
+                if top <= gap_bound:
+                    batch = 1
+                    continue
+                batch *= 2
+        elif done:
+            return
+        entry = ahead
+        ahead = None
+        placed = _place(lines, entry, now)
+        if placed is None:
+            done = True
             continue
-        slide = lines.earliest(job.res, wall, entry.start_s)
-        if slide is None:
-            break
-        lines.add(slide[0], slide[1], slide[1] + wall)
-        plan.append(Planned(job, slide[1], slide[0]))
-    plan.sort(key=lambda p: p.start_s)
-    return plan
+        heapq.heappush(pending, (placed.start_s, i, placed))
+        i += 1
+        placed_since_bound += 1
+        done = i == n_rest
+
+
+def _place(lines: Timelines, entry: Planned, now: float) -> Planned | None:
+    """Place one job of the FCFS-forward plan on the timelines (``None``: no room at all).
+
+    It moves into the earliest gap that lets it start strictly earlier than
+    its FCFS start; otherwise it keeps its FCFS nodes and start if they are
+    still free; otherwise it slides to the earliest gap after its FCFS start.
+    """
+    job = entry.job
+    wall = job.reqtime_s
+    if now + EPS < entry.start_s:
+        early = lines.earliest(job.res, wall, now, entry.start_s)
+        if early is not None and early[1] + EPS < entry.start_s:
+            lines.add(early[0], early[1], early[1] + wall)
+            return Planned(job, early[1], early[0])
+    if lines.window_free(entry.nodes, entry.start_s, entry.start_s + wall):
+        lines.add(entry.nodes, entry.start_s, entry.start_s + wall)
+        return entry
+    slide = lines.earliest(job.res, wall, entry.start_s)
+    if slide is None:
+        return None
+    lines.add(slide[0], slide[1], slide[1] + wall)
+    return Planned(job, slide[1], slide[0])

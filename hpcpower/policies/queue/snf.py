@@ -36,14 +36,14 @@ class SNF(QueuePolicy):
             out.start.append(Planned(job, now, idle[used : used + job.res]))
             used += job.res
         rest = jobs[len(out.start) :]
-        return Schedule(out.start, _plan(view, timeout_s, out.start, rest))
+        return Schedule(out.start, _plan(view, timeout_s, out.start, rest, idle))
 
 
-def _plan(view: SystemView, timeout_s: float | None, started: list[Planned], jobs):
+def _plan(view: SystemView, timeout_s: float | None, started: list[Planned], jobs, idle):
     """The forward plan, made only when a power manager reads it (within the pass)."""
     if not jobs:
         return
-    releases = ReleaseMap(view, timeout_s)
+    releases = ReleaseMap(view, timeout_s, idle_nodes=idle)
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
     yield from plan_forward(releases, jobs, view.now)
