@@ -122,6 +122,19 @@ def test_runtime_model_queued_median_and_running_mean():
     ]
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_running_predictions_at_once_are_the_scalar_ones(seed):
+    rng = np.random.default_rng(seed)
+    r = RuntimeModel(0.1, [0.25, 1e-3][seed % 2], 86400.0)
+    for _ in range(seed % 4):
+        r.observe(float(rng.lognormal(6, 1.5)), float(rng.lognormal(7, 1)))
+    requested = [None, 1e-12, *rng.lognormal(7, 2, 30).tolist()]
+    # elapsed 0, tiny, ordinary and far in the tail (z above 8)
+    elapsed = [0.0, 1e-10, *rng.uniform(0, 5e4, 25).tolist(), 1e7, 1e9, 1e12, 1e15, -3.0]
+    one_by_one = [r.remaining(q, a, 700.0) for q, a in zip(requested, elapsed, strict=True)]
+    assert repr(r.remaining_all(requested, elapsed, 700.0)) == repr(one_by_one)
+
+
 # ------------------------------------------------------------------ next event
 
 

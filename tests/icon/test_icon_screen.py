@@ -111,6 +111,67 @@ def test_screen_caches_until_a_window_changes():
     assert screen.verdict(8000.0) is not first
 
 
+def test_screen_rescreens_only_the_series_that_changed(monkeypatch):
+    from hpcpower.policies.icon import screen as module
+
+    screened = []
+    original = module.screen_series
+
+    def counting(values, settings, *, name, required):
+        screened.append(name)
+        return original(values, settings, name=name, required=required)
+
+    monkeypatch.setattr(module, "screen_series", counting)
+    screen = WorkloadScreen(7200.0, 1000, S)
+    for i in range(6):
+        screen.interarrivals.add(100.0 * i, 600.0 + i)
+        screen.services.add(100.0 * i, 1000.0 + 37 * i)
+    screen.verdict(600.0)
+    assert screened == ["interarrival", "service"]
+    screen.services.add(700.0, 5.0)
+    changed = screen.verdict(700.0)
+    assert screened[2:] == ["service"]
+    screen.interarrivals.add(800.0, 50.0)
+    assert screen.verdict(800.0).service is changed.service
+    assert screened[3:] == ["interarrival"]
+
+
+def _authors_stats(v):
+    """The statistics as the authors write them: generator sums, a max per sample."""
+    n = len(v)
+    mean = sum(v) / n
+    variance = sum((x - mean) ** 2 for x in v) / n
+    cv = math.sqrt(max(0.0, variance)) / mean
+    left, right = v[:-1], v[1:]
+    ml = sum(left) / len(left)
+    mr = sum(right) / len(right)
+    num = sum((x - ml) * (y - mr) for x, y in zip(left, right, strict=True))
+    den = math.sqrt(sum((x - ml) ** 2 for x in left) * sum((y - mr) ** 2 for y in right))
+    rho = num / den if den > 1e-9 else 1.0
+    ks = 0.0
+    for i, x in enumerate(sorted(v), start=1):
+        cdf = 1.0 - math.exp(-x / mean)
+        ks = max(ks, abs((i - 1) / n - cdf), abs(i / n - cdf))
+    return mean, cv, rho, ks
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_short_window_statistics_are_the_authors_floats(seed):
+    from hpcpower.policies.icon.screen import _stats_small
+
+    rng = np.random.default_rng(seed)
+    for n in (3, 4, 7, 20, 50, 95):
+        if seed % 3 == 0:
+            values = rng.exponential(rng.uniform(1, 5000), n)
+        elif seed % 3 == 1:
+            values = rng.integers(0, 20, n).astype(float)  # ties and zeros
+        else:
+            values = rng.lognormal(3, 2, n)
+        v = values.tolist()
+        if sum(v) / n > 1e-9:
+            assert repr(_stats_small(v)) == repr(_authors_stats(v))
+
+
 def test_poisson_windows_are_mostly_accepted_and_bursty_ones_rejected():
     rng = np.random.default_rng(7)
     accepted = sum(

@@ -221,14 +221,50 @@ def test_one_optimisation_at_1152_nodes_is_fast():
     assert math.isfinite(plan.cost)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_order_statistics_in_slices_give_the_same_plan(seed, monkeypatch):
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("respect", [True, False])
+@pytest.mark.parametrize("cells", [1 << 20, 1])
+def test_many_plans_summed_with_numpy_give_the_same_floats(seed, respect, cells, monkeypatch):
+    """Many plans: waits and energies across plans with numpy, the brute force's floats."""
     from hpcpower.policies.icon import spares
 
-    nodes, now, event, pmf = random_case(100 + seed, n=20, hetero=True)
-    s = SpareSettings(5000.0, 1.0, 1, 20)
-    whole = optimise(nodes, now, event, pmf, s)
-    monkeypatch.setattr(spares, "_CELLS", 1)
-    sliced = optimise(nodes, now, event, pmf, s)
-    assert sliced.waits_s.tolist() == whole.waits_s.tolist()
-    assert sliced.target == whole.target
+    nodes, now, event, pmf = random_case(100 + seed, n=20, hetero=seed % 2 == 0)
+    s = SpareSettings(5000.0, 1.0, seed % 3, 20, respect)
+    python = optimise(nodes, now, event, pmf, s)
+    monkeypatch.setattr(spares, "_PYTHON_PLANS", 0)
+    monkeypatch.setattr(spares, "_CELLS", cells)  # 1: the ranks one slice at a time
+    vectorised = optimise(nodes, now, event, pmf, s)
+    brute = brute_force(nodes, now, event, pmf, s)
+    for plan in (python, vectorised):
+        assert plan.waits_s.tolist() == [b[1] for b in brute]
+        assert plan.energies_j.tolist() == [b[2] for b in brute]
+        assert plan.target == min(brute)[3]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_precomputed_wake_ranks_give_the_same_order(seed):
+    from dataclasses import replace
+
+    from hpcpower.policies.icon.spares import classify, wake_ranks
+
+    nodes, now, _, _ = random_case(200 + seed, n=30, hetero=True)
+    s = SpareSettings([10.0, 5000.0][seed % 2], 1.0, 1, 30)
+    ranked = replace(nodes, wake_rank=wake_ranks(nodes.lead_s, nodes.power_w, s))
+    assert [a.tolist() for a in classify(ranked, now, s)] == [
+        a.tolist() for a in classify(nodes, now, s)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_unsorted_pmf_and_forced_wakes_match_the_brute_force(seed):
+    """Waits resume partial sums only for a pmf by size; S_min may force several wakes."""
+    nodes, now, event, pmf = random_case(300 + seed, n=16, hetero=seed % 2 == 1)
+    rng = np.random.default_rng(seed)
+    shuffled = [pmf[i] for i in rng.permutation(len(pmf))]
+    s = SpareSettings(5000.0, 1.0, 6 + seed % 5, 16, seed % 3 != 0)
+    for p in (pmf, shuffled):
+        plan = optimise(nodes, now, event, p, s)
+        brute = brute_force(nodes, now, event, p, s)
+        assert plan.waits_s.tolist() == [b[1] for b in brute]
+        assert plan.energies_j.tolist() == [b[2] for b in brute]
+        assert plan.target == min(brute)[3]

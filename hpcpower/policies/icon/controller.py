@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,13 @@ from hpcpower.policies.icon.planner import (
 )
 from hpcpower.policies.icon.runtime import RuntimeModel, requested_duration
 from hpcpower.policies.icon.screen import ScreenResult, ScreenSettings, WorkloadScreen
-from hpcpower.policies.icon.spares import SpareNodes, SparePlan, SpareSettings, optimise
+from hpcpower.policies.icon.spares import (
+    SpareNodes,
+    SparePlan,
+    SpareSettings,
+    optimise,
+    wake_ranks,
+)
 from hpcpower.policies.power.ipm import IPM
 from hpcpower.policies.queue.snf import SNF
 
@@ -121,6 +128,8 @@ class SnfIcon(Policy):
         # Requested duration of each running job (request / slowest node speed).
         self._requested: dict[int, float | None] = {}
         self._timers = IdleTimers(self.settings.timeout_s is not None)
+        # The latest verdict and its part of the decision note (see _screen_note).
+        self._screen_part: tuple[ScreenResult, dict[str, Any]] | None = None
 
     def reset(self, cluster) -> None:
         """Forget everything learned and size the spare bounds to ``cluster``."""
@@ -135,6 +144,11 @@ class SnfIcon(Policy):
             max_spares=n if cfg.max_spare_nodes is None else min(cfg.max_spare_nodes, n),
             respect_timeout=cfg.respect_timeout,
             timeout_set=cfg.timeout_s is not None,
+        )
+        # The wake order of sleeping nodes depends only on the power model and
+        # the weights: rank every node once instead of at each optimisation.
+        self._wake_rank = wake_ranks(
+            cluster.switch_on_mean_s, cluster.power_w, self._spare_settings
         )
         speeds = [float(s) for s in cluster.speed if s > 0]
         self._mean_speed = sum(speeds) / len(speeds) if speeds else 1.0
@@ -263,11 +277,11 @@ class SnfIcon(Policy):
                 decision.plan = plan.made
                 note["planned_jobs"] = wakes.planned_jobs
         else:
-            idle_after = np.array(sorted(cluster.idle - taken), dtype=np.intp)
+            idle_after = sorted(cluster.idle - taken)
             if not event:
                 note.update(spare="skipped", spare_reason="not_a_decision_event")
             elif gate.open:
-                spare = self._spares(view, started, idle_after)
+                spare = self._spares(view, started, np.array(idle_after, dtype=np.intp))
                 self.last_spare = spare
                 decision.switch_on.extend(spare.wake)
                 decision.switch_off.extend(spare.switch_off)
@@ -287,7 +301,7 @@ class SnfIcon(Policy):
             else:
                 note.update(spare="skipped", spare_reason="no_recent_job_arrival")
                 if cfg.immediate_shutdown_on_stale_completion and view.completed:
-                    offs = completion_shutdown(released, taken, set(idle_after.tolist()))
+                    offs = completion_shutdown(released, taken, set(idle_after))
                     decision.switch_off.extend(offs)
                     note["completion_switch_offs"] = len(offs)
             if cfg.timeout_s is not None:
@@ -302,12 +316,21 @@ class SnfIcon(Policy):
 
     def _predictions(self, view: SystemView, started: list[Planned]) -> list[RunningPrediction]:
         """Predicted remaining time of every running job, and of those starting now."""
+        jobs, remaining = self._remaining(view, started)
+        return [
+            RunningPrediction(job, nodes, elapsed, rem)
+            for (job, nodes, elapsed), rem in zip(jobs, remaining, strict=True)
+        ]
+
+    def _remaining(
+        self, view: SystemView, started: list[Planned]
+    ) -> tuple[list[tuple[Any, np.ndarray, float]], list[float]]:
+        """``(job, nodes, elapsed)`` of the running and starting jobs, and their predicted rest."""
         now = view.now
-        jobs = []
-        for rec in view.running.values():
-            jobs.append((rec.job, rec.nodes, max(0.0, now - rec.start_s)))
+        jobs = [(rec.job, rec.nodes, max(0.0, now - rec.start_s)) for rec in view.running.values()]
         for p in started:
             jobs.append((p.job, np.asarray(p.nodes), 0.0))
+        # A job's requested duration is fixed: computed once, when first seen.
         requested = self._requested
         speed = view.cluster.speed
         reqs = []
@@ -321,10 +344,7 @@ class SnfIcon(Policy):
         remaining = self.runtime.remaining_all(
             reqs, [e for _, _, e in jobs], self.service.ema_service_s
         )
-        return [
-            RunningPrediction(job, nodes, elapsed, rem)
-            for (job, nodes, elapsed), rem in zip(jobs, remaining, strict=True)
-        ]
+        return jobs, remaining
 
     def _plan(self, view: SystemView, started: list[Planned], remaining):
         """The future-SNF plan of the waiting jobs on predicted releases (made as read)."""
@@ -357,25 +377,22 @@ class SnfIcon(Policy):
             expiry = np.full(cluster.n_nodes, np.inf)
         else:
             expiry = since + cfg.timeout_s
-        son = np.array(sorted(cluster.switching_on), dtype=np.intp)
-        on_end = since[son] + cluster.switch_on_mean_s[son]
-        on_end = np.where(on_end > now, on_end, now + cluster.switch_on_mean_s[son])
-        soff = np.array(sorted(cluster.switching_off), dtype=np.intp)
-        off_end = since[soff] + cluster.switch_off_mean_s[soff]
-        off_end = np.where(off_end > now, off_end, now + cluster.switch_off_mean_s[soff])
+        son, on_left = _transitions(cluster.switching_on, since, cluster.switch_on_mean_s, now)
+        soff, off_left = _transitions(cluster.switching_off, since, cluster.switch_off_mean_s, now)
         nodes = SpareNodes(
             idle=idle_after,
             idle_expiry_s=expiry,
             switching_on=son,
-            on_remaining_s=on_end - now,
+            on_remaining_s=on_left,
             sleeping=np.array(sorted(cluster.sleeping), dtype=np.intp),
             switching_off=soff,
-            off_remaining_s=off_end - now,
+            off_remaining_s=off_left,
             lead_s=cluster.switch_on_mean_s,
             off_s=cluster.switch_off_mean_s,
             power_w=cluster.power_w,
+            wake_rank=self._wake_rank,
         )
-        predictions = self._predictions(view, started)
+        _, remaining = self._remaining(view, started)
         cap = horizon_cap(
             now,
             expiry[idle_after].tolist(),
@@ -383,66 +400,71 @@ class SnfIcon(Policy):
             cfg.timeout_s is not None,
         )
         model = next_event(
-            self.arrivals.rate(),
-            [p.remaining_s for p in predictions],
-            len(view.running),
-            self.service.rate(),
-            cap,
+            self.arrivals.rate(), remaining, len(view.running), self.service.rate(), cap
         )
         plan = optimise(nodes, now, model, self.requests.pmf(), self._spare_settings)
         self.last_event = model
         return plan
 
-    def _timeouts(self, view: SystemView, idle_after: np.ndarray, decision: Decision) -> list[int]:
+    def _timeouts(self, view: SystemView, idle_after: list[int], decision: Decision) -> list[int]:
         """Idle nodes whose timeout expired (in the order they became idle); asks for the next."""
-        cluster = view.cluster
-        now = view.now
         off = set(decision.switch_off)
-        idle = np.array([n for n in idle_after.tolist() if n not in off], dtype=np.intp)
-        if not len(idle):
+        idle = [n for n in idle_after if n not in off]
+        if not idle:
             return []
-        expiry = cluster.since[idle] + self.settings.timeout_s
-        expired = now >= expiry
-        later = expiry[~expired]
-        if len(later):
-            decision.call_at.append(float(later.min()))
-        gone = idle[expired]
-        gone = gone[np.argsort(cluster.since[gone], kind="stable")]
-        return gone.tolist()
+        now = view.now
+        timeout = self.settings.timeout_s
+        gone = []
+        next_expiry = None
+        for node, start in zip(idle, view.cluster.since[idle].tolist(), strict=True):
+            expiry = start + timeout
+            if now >= expiry:
+                gone.append((start, node))
+            elif next_expiry is None or expiry < next_expiry:
+                next_expiry = expiry
+        if next_expiry is not None:
+            decision.call_at.append(next_expiry)
+        # By the time they became idle; a stable sort keeps ties in id order.
+        gone.sort(key=itemgetter(0))
+        return [node for _, node in gone]
 
     # ----------------------------------------------------------- reporting
     def _note(
         self, view: SystemView, verdict: ScreenResult, gate: GateState, event: bool
     ) -> dict[str, Any]:
-        note: dict[str, Any] = {
+        return {
             "time_s": view.now,
             "triggers": "+".join(sorted(view.triggers)),
             "decision_event": event,
             "mode": None,
+            **self._screen_note(verdict),
+            "gate_enabled": gate.enabled,
+            "gate_open": gate.open,
+            "gate_reason": gate.reason,
+            "arrival_age_s": gate.arrival_age_s,
+            "arrival_rate": self.arrivals.rate(),
+            "service_rate": self.service.rate(),
+        }
+
+    def _screen_note(self, verdict: ScreenResult) -> dict[str, Any]:
+        """The screen's part of the note; the screen often returns the same verdict, so cached."""
+        cached = self._screen_part
+        if cached is not None and cached[0] is verdict:
+            return cached[1]
+        part: dict[str, Any] = {
             "screen_accepted": verdict.accepted,
             "screen_reason": verdict.reason,
         }
         for prefix, s in (("arrival", verdict.arrival), ("service", verdict.service)):
-            note.update(
-                {
-                    f"{prefix}_n": s.n,
-                    f"{prefix}_accepted": s.accepted,
-                    f"{prefix}_reason": s.reason,
-                    f"{prefix}_cv": s.cv,
-                    f"{prefix}_lag1": s.lag1,
-                    f"{prefix}_ks": s.ks,
-                    f"{prefix}_ks_limit": s.ks_limit,
-                }
-            )
-        note.update(
-            gate_enabled=gate.enabled,
-            gate_open=gate.open,
-            gate_reason=gate.reason,
-            arrival_age_s=gate.arrival_age_s,
-            arrival_rate=self.arrivals.rate(),
-            service_rate=self.service.rate(),
-        )
-        return note
+            part[f"{prefix}_n"] = s.n
+            part[f"{prefix}_accepted"] = s.accepted
+            part[f"{prefix}_reason"] = s.reason
+            part[f"{prefix}_cv"] = s.cv
+            part[f"{prefix}_lag1"] = s.lag1
+            part[f"{prefix}_ks"] = s.ks
+            part[f"{prefix}_ks_limit"] = s.ks_limit
+        self._screen_part = (verdict, part)
+        return part
 
     def config(self) -> dict[str, Any]:
         """Name plus every setting, copied into every result."""
@@ -451,6 +473,29 @@ class SnfIcon(Policy):
     def __repr__(self) -> str:
         mode = self.last_note.get("mode") if self.last_note else "not started"
         return f"<SnfIcon {self.name!r}: last pass {mode}, {self.arrivals!r}>"
+
+
+# Shared (read-only) results of _transitions when no node is in the transition.
+_NO_NODES = np.zeros(0, dtype=np.intp)
+_NO_NODES.flags.writeable = False
+_NO_TIMES = np.zeros(0)
+_NO_TIMES.flags.writeable = False
+
+
+def _transitions(
+    members: set[int], since: np.ndarray, mean_s: np.ndarray, now: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes in a transition (increasing ids) and its planned remaining time.
+
+    The planned end is the start plus the mean duration, or a full mean from
+    now once that is overdue (as the authors' release map).
+    """
+    if not members:
+        return _NO_NODES, _NO_TIMES
+    ids = np.array(sorted(members), dtype=np.intp)
+    end = since[ids] + mean_s[ids]
+    end = np.where(end > now, end, now + mean_s[ids])
+    return ids, end - now
 
 
 class IdleTimers:

@@ -32,10 +32,13 @@ import math
 EPS = 1e-9
 
 
+_SQRT2 = math.sqrt(2.0)
+
+
 def normal_log_survival(z: float) -> float:
     """``ln P(Z > z)`` for a standard normal ``Z``, accurate far in the tail."""
     if z < 8.0:
-        return math.log(max(1e-300, 0.5 * math.erfc(z / math.sqrt(2.0))))
+        return math.log(max(1e-300, 0.5 * math.erfc(z / _SQRT2)))
     inv2 = 1.0 / (z * z)
     correction = max(EPS, 1.0 - inv2 + 3.0 * inv2 * inv2)
     return -0.5 * z * z - math.log(z) - 0.5 * math.log(2.0 * math.pi) + math.log(correction)
@@ -138,12 +141,41 @@ class RuntimeModel:
                 for r, e in zip(requested_s, elapsed_s, strict=True)
             ]
         mu, sigma = dist
+        # lognormal_mean_excess and normal_log_survival inlined (this runs for
+        # every running job at every spare decision): the same operations in
+        # the same order, with the per-model terms computed once and
+        # ``max(c, x)`` / ``min(c, x)`` written as conditionals (the same
+        # result for every x, NaN included: the constant).
+        s = max(EPS, sigma)
+        half_s2 = 0.5 * s * s
+        log, exp, erfc = math.log, math.exp, math.erfc
         out = []
         for req, elapsed in zip(requested_s, elapsed_s, strict=True):
             if req is None:
                 out.append(self.remaining(req, elapsed, service_ema_s))
+                continue
+            log_mu = log(req if req > EPS else EPS) + mu
+            a = elapsed if elapsed > 0.0 else 0.0
+            if a <= EPS:
+                x = log_mu + half_s2
+                x = exp(x if x < 700.0 else 700.0)
+                out.append(x if x > EPS else EPS)
+                continue
+            z = (log(a) - log_mu) / s
+            zs = z - s
+            if zs < 8.0:
+                x = 0.5 * erfc(zs / _SQRT2)
+                upper = log(x if x > 1e-300 else 1e-300)
             else:
-                out.append(lognormal_mean_excess(math.log(max(EPS, req)) + mu, sigma, elapsed))
+                upper = normal_log_survival(zs)
+            if z < 8.0:
+                x = 0.5 * erfc(z / _SQRT2)
+                lower = log(x if x > 1e-300 else 1e-300)
+            else:
+                lower = normal_log_survival(z)
+            x = log_mu + half_s2 + upper - lower
+            x = exp(x if x < 700.0 else 700.0) - a
+            out.append(x if x > EPS else EPS)
         return out
 
     def __repr__(self) -> str:

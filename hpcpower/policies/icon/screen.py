@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from operator import mul
 
 import numpy as np
 
@@ -163,23 +164,44 @@ _NUMPY_FROM = 96
 
 
 def _stats_small(v: list[float]) -> tuple[float, float, float, float]:
-    """(mean, cv, lag-1, KS) with scalar arithmetic, in the authors' order."""
+    """(mean, cv, lag-1, KS) with scalar arithmetic, in the authors' order.
+
+    Each deviation is computed once and reused, and sums take lists (faster
+    than generators); the operations and their order are the authors'
+    (``** 2`` stays a power, as theirs, which need not round as ``d * d``).
+    """
     n = len(v)
     mean = sum(v) / n
     if mean <= EPS:
         return mean, math.nan, math.nan, math.nan
-    variance = sum((x - mean) ** 2 for x in v) / n
+    variance = sum([(x - mean) ** 2 for x in v]) / n
     cv = math.sqrt(max(0.0, variance)) / mean
     left, right = v[:-1], v[1:]
     ml = sum(left) / len(left)
     mr = sum(right) / len(right)
-    num = sum((x - ml) * (y - mr) for x, y in zip(left, right, strict=True))
-    den = math.sqrt(sum((x - ml) ** 2 for x in left) * sum((y - mr) ** 2 for y in right))
+    dl = [x - ml for x in left]
+    dr = [y - mr for y in right]
+    num = sum(map(mul, dl, dr))
+    den = math.sqrt(sum([d**2 for d in dl]) * sum([d**2 for d in dr]))
     rho = num / den if den > EPS else 1.0
+    # KS: the largest gap between the exponential cdf at the i-th smallest
+    # sample and the empirical steps (i - 1) / n and i / n. No NaN can occur,
+    # so the maximum does not depend on the order it is taken in.
+    exp = math.exp
     ks = 0.0
-    for i, x in enumerate(sorted(v), start=1):
-        cdf = 1.0 - math.exp(-x / mean)
-        ks = max(ks, abs((i - 1) / n - cdf), abs(i / n - cdf))
+    below = 0.0
+    i = 0
+    for x in sorted(v):
+        i += 1
+        cdf = 1.0 - exp(-x / mean)
+        above = i / n
+        gap = abs(below - cdf)
+        if gap > ks:
+            ks = gap
+        gap = abs(above - cdf)
+        if gap > ks:
+            ks = gap
+        below = above
     return mean, cv, rho, ks
 
 
@@ -254,7 +276,11 @@ def combine(arrival: SeriesVerdict, service: SeriesVerdict, require_service: boo
 
 
 class WorkloadScreen:
-    """Both sample windows and the cached verdict.
+    """Both sample windows and the cached verdicts.
+
+    A series is screened again only when its window changed (a sample added
+    or pruned) since it was last screened; most passes change one series at
+    most, so the other keeps its verdict.
 
     Args:
         window_s: ``T_M``.
@@ -274,24 +300,34 @@ class WorkloadScreen:
         self.services = SampleWindow(window_s, max_samples)
         self.settings = settings
         self.require_service = require_service
+        self._arrival: tuple[int, SeriesVerdict] | None = None
+        self._service: tuple[int, SeriesVerdict] | None = None
         self._cached: tuple[tuple[int, int], ScreenResult] | None = None
 
     def verdict(self, now: float) -> ScreenResult:
-        """Prune both windows to ``now`` and screen them (recomputed only on change)."""
+        """Prune both windows to ``now`` and screen them (each recomputed only on change)."""
         self.interarrivals.prune(now)
         self.services.prune(now)
         key = (self.interarrivals.version, self.services.version)
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        arrival = screen_series(
-            self.interarrivals.values(), self.settings, name="interarrival", required=True
-        )
-        service = screen_series(
-            self.services.values(),
-            self.settings,
-            name="service",
-            required=self.require_service,
-        )
-        result = combine(arrival, service, self.require_service)
+        if self._arrival is None or self._arrival[0] != key[0]:
+            self._arrival = (
+                key[0],
+                screen_series(
+                    self.interarrivals.values(), self.settings, name="interarrival", required=True
+                ),
+            )
+        if self._service is None or self._service[0] != key[1]:
+            self._service = (
+                key[1],
+                screen_series(
+                    self.services.values(),
+                    self.settings,
+                    name="service",
+                    required=self.require_service,
+                ),
+            )
+        result = combine(self._arrival[1], self._service[1], self.require_service)
         self._cached = (key, result)
         return result

@@ -30,18 +30,26 @@ sleeping. For each ``x``:
   ``H``), then idle (waking) or sleeping power (switching off);
 * cost ``α W + β E``; the chosen ``x`` minimises ``(cost, W, E, x)``.
 
-All targets are evaluated at once with numpy: the r-th smallest delay of
-every plan comes from the sorted fixed delays and the few distinct values of
-the delays that change with ``x``; energies are folded node by node in the
-authors' order (prefix sums where plans share a prefix, in-place additions
-to leading slices of plans elsewhere). Both ``W`` and ``E`` are therefore the
-same floats as the authors', which matters: on AOBA idle and switch-off
-power are equal, so plans that differ only in which idle nodes stay warm can
-tie up to rounding, and the tie-break must fall the same way.
+Both ``W`` and ``E`` are the same floats as the authors', which matters: on
+AOBA idle and switch-off power are equal, so plans that differ only in which
+idle nodes stay warm can tie up to rounding, and the tie-break must fall the
+same way. Each plan keeps one more optional node or wakes one more sleeping
+node than the previous one, so exactly one delay changes from plan to plan.
+On a 64-node cluster (a few dozen plans) the plans are swept in order with
+Python floats: the sorted delays are updated by one removal and one
+insertion, a plan's wait resumes the previous plan's partial sum below the
+first order statistic that moved, and energies are folded node by node in
+the authors' order (prefix sums where plans share a prefix). Many plans
+(large clusters) are evaluated across plans with numpy instead: the r-th
+smallest delay of every plan from the sorted fixed delays and the few
+distinct values of the delays that change, and each energy term added to a
+leading slice of the plans. Either way each plan's sums are the same
+additions in the same order.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,8 +57,6 @@ import numpy as np
 from hpcpower.policies.icon.next_event import NextEvent, expected_residual
 
 EPS = 1e-9
-#: Largest (plans x values x ranks) array built at once by the order statistics.
-_CELLS = 1 << 20
 
 
 @dataclass
@@ -70,6 +76,10 @@ class SpareNodes:
         lead_s: Mean wake time (sleeping → idle) per node.
         off_s: Mean switch-off time per node.
         power_w: ``(nodes, 5)`` watts per :class:`~hpcpower.platform.NodeState`.
+        wake_rank: Optional position of every node in the wake order
+            (:func:`wake_ranks`). The order depends only on the power model
+            and the weights, so a caller deciding many times can rank once;
+            ``None``: sleeping nodes are ranked at each call.
     """
 
     idle: np.ndarray
@@ -82,6 +92,7 @@ class SpareNodes:
     lead_s: np.ndarray
     off_s: np.ndarray
     power_w: np.ndarray
+    wake_rank: np.ndarray | None = None
 
 
 @dataclass
@@ -140,16 +151,102 @@ class SpareSettings:
     timeout_set: bool = True
 
 
+#: One shared empty array for the (frequent) empty node classes; read-only.
+_NONE = np.zeros(0)
+_NONE.flags.writeable = False
+
+
 def _residuals(values: np.ndarray, rate: float) -> np.ndarray:
-    """``expected_residual`` of each value, with scalar math (same floats as the authors')."""
+    """``expected_residual`` of each value, with scalar math (same floats as the authors').
+
+    Computed once per distinct value (there are few: nodes share their means).
+    """
+    if not len(values):
+        return _NONE
     cache: dict[float, float] = {}
-    out = np.empty(len(values))
-    for i, v in enumerate(values.tolist()):
+    out = []
+    for v in values.tolist():
         r = cache.get(v)
         if r is None:
             r = cache[v] = expected_residual(v, rate)
-        out[i] = r
-    return out
+        out.append(r)
+    return np.array(out, dtype=float)
+
+
+#: Up to this many candidate plans, waits and energies are summed plan by plan
+#: with Python floats (see :func:`_expected_waits`, :func:`_plan_energies`);
+#: above (large clusters), across plans with numpy.
+_PYTHON_PLANS = 96
+#: Largest (plans x values x ranks) array built at once by :func:`_order_statistics`.
+_CELLS = 1 << 20
+
+
+def _expected_waits(
+    fixed: np.ndarray,
+    k: np.ndarray,
+    w: np.ndarray,
+    opt_off: np.ndarray,
+    wake: np.ndarray,
+    asleep: np.ndarray,
+    terms: list[tuple[float, int]],
+) -> np.ndarray:
+    """``sum_r p(r) d_(r)`` of every candidate plan, summed in pmf order from 0 (the authors').
+
+    A plan's delays are the ``fixed`` ones plus a variable part: optional
+    idle nodes (the first ``k`` kept at 0, the others ``opt_off``) and
+    sleeping nodes (the first ``w`` woken, ``wake``, the others ``asleep``).
+    ``terms`` holds ``(p, i)`` per pmf entry, ``i`` the index of its delay
+    in the sorted delays (rank - 1). Order statistics are selections, not
+    arithmetic, so however they are found they are the same floats; each
+    plan's sum is the same sequence of additions.
+
+    Few plans are swept in Python: from one plan to the next either ``k`` or
+    ``w`` grows by one, so exactly one delay changes, and the sorted delays
+    are updated by one removal and one insertion (bisection). Sorted
+    positions below both keep their values, so the partial sums of the terms
+    reading only those are the previous plan's and the sum resumes from there
+    (when the indices do not decrease, as with the pmf by size). Many plans
+    get their order statistics at once from :func:`_order_statistics` and are
+    summed one pmf entry at a time across plans.
+    """
+    if len(k) > _PYTHON_PLANS:
+        stats = _order_statistics(
+            np.sort(fixed), k, w, opt_off, wake, asleep, sorted({i + 1 for _, i in terms})
+        )
+        acc = np.zeros(len(k))
+        for p, i in terms:
+            acc = acc + p * stats[i + 1]
+        return acc
+    k, w = k.tolist(), w.tolist()
+    opt_off, wake, asleep = opt_off.tolist(), wake.tolist(), asleep.tolist()
+    k0, w0 = k[0], w[0]
+    delays = fixed.tolist() + [0.0] * k0 + opt_off[k0:] + wake[:w0] + asleep[w0:]
+    delays.sort()
+    probs = [p for p, _ in terms]
+    picks = [i for _, i in terms]
+    resumable = all(a <= b for a, b in zip(picks, picks[1:], strict=False))
+    # partial[t]: the sum of the first t terms of the current plan.
+    partial = [0.0] * (len(terms) + 1)
+    out = []
+    for i in range(len(k)):
+        start = 0
+        if i:
+            if k[i] != k[i - 1]:  # one more optional node kept warm
+                old, new = opt_off[k[i - 1]], 0.0
+            else:  # one more sleeping node woken
+                old, new = asleep[w[i - 1]], wake[w[i - 1]]
+            removed = bisect_left(delays, old)
+            del delays[removed]
+            inserted = bisect_right(delays, new)
+            delays.insert(inserted, new)
+            if resumable:
+                start = bisect_left(picks, min(removed, inserted))
+        acc = partial[start]
+        for t in range(start, len(terms)):
+            acc += probs[t] * delays[picks[t]]
+            partial[t + 1] = acc
+        out.append(acc)
+    return np.array(out)
 
 
 def _prefix_le(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -170,7 +267,8 @@ def _order_statistics(
 ) -> dict[int, np.ndarray]:
     """The r-th smallest readiness delay of every candidate plan, for each rank r.
 
-    A plan's delays are the fixed ones (sorted ``fixed``) plus a *variable*
+    For many plans (see :func:`_expected_waits`). A plan's delays are the
+    fixed ones (sorted ``fixed``) plus a *variable*
     part: optional idle nodes (the first ``k`` kept at 0, the others
     ``opt_off``) and sleeping nodes (the first ``w`` woken, ``wake``, the
     others ``asleep``). The variable part takes few distinct values
@@ -221,13 +319,6 @@ def _order_statistics(
     return out
 
 
-def _pairs(acc: np.ndarray, first: np.ndarray, second: np.ndarray) -> None:
-    """Add ``first[i]`` then ``second[i]`` to every row, node by node (in place)."""
-    for a, b in zip(first.tolist(), second.tolist(), strict=True):
-        acc += a
-        acc += b
-
-
 def _plan_energies(
     nodes: SpareNodes,
     h: float,
@@ -250,50 +341,118 @@ def _plan_energies(
     falls to rounding; summing in the same order makes it the same choice.
 
     Rows (candidate plans) keep ``k`` (optional nodes kept) and ``w`` (nodes
-    woken) non-decreasing, so each term goes to a leading slice of rows.
+    woken) non-decreasing. Plans with ``w > 0`` keep every optional node, so
+    they share the sum up to the woken nodes (sequential prefix sums of the
+    wake terms). Few plans are then summed one by one with Python floats;
+    many get each remaining term added to a leading slice of a numpy array
+    of plans. Both add the same floats in the same order.
     """
     pw = nodes.power_w
     p_sleep, p_on, p_idle, p_off = pw[:, 0], pw[:, 1], pw[:, 2], pw[:, 4]
+    toff = nodes.off_s
+
+    def transition(ids: np.ndarray, p_during, p_after, left: np.ndarray) -> np.ndarray:
+        """Per node, two terms: the rest of a transition (capped at ``h``), then what follows."""
+        if not len(ids):
+            return _NONE
+        out = np.empty(2 * len(ids))
+        t = np.minimum(left, h)
+        out[0::2] = p_during[ids] * t
+        out[1::2] = p_after[ids] * np.maximum(0.0, h - t)
+        return out
+
     acc0 = 0.0
     for e in (p_idle[forced] * h).tolist():
         acc0 += e
-    # Kept optional nodes: a prefix of the optional order; sequential prefix sums.
-    keep = np.add.accumulate(np.concatenate(([acc0], p_idle[optional] * h)))
-    acc = keep[k].astype(float)
-    t_on = np.minimum(nodes.on_remaining_s, h)
-    son = nodes.switching_on
-    _pairs(acc, p_on[son] * t_on, p_idle[son] * np.maximum(0.0, h - t_on))
-    if len(ranked):
-        # Plans that wake nodes keep every optional node: they share the sum so far.
+    keep_e = p_idle[optional] * h if len(optional) else _NONE
+    on_terms = transition(nodes.switching_on, p_on, p_idle, nodes.on_remaining_s)
+    t_wake = np.minimum(nodes.lead_s[ranked], h)
+    wake_e = p_on[ranked] * t_wake + p_idle[ranked] * (h - t_wake)
+    sleeping = nodes.sleeping
+    sleep_e = p_sleep[sleeping] * h  # by id
+    # Switched off in every plan: expired nodes, then (after the optional
+    # nodes not kept) nodes already switching off.
+    exp_terms = transition(expired, p_off, p_sleep, toff[expired])
+    opt_terms = transition(optional, p_off, p_sleep, toff[optional])
+    soff_terms = transition(nodes.switching_off, p_off, p_sleep, nodes.off_remaining_s)
+
+    if len(k) > _PYTHON_PLANS:
+        keep = np.add.accumulate(np.concatenate(([acc0], keep_e)))
+        acc = keep[k]
+        for e in on_terms.tolist():
+            acc += e
         woke = w > 0
         if woke.any():
-            t_wake = np.minimum(nodes.lead_s[ranked], h)
-            wake = p_on[ranked] * t_wake + p_idle[ranked] * (h - t_wake)
             start = acc[int(np.argmax(woke))]
-            acc[woke] = np.add.accumulate(np.concatenate(([start], wake)))[w[woke]]
-        # Sleeping nodes in id order; node j sleeps in the plans waking fewer
-        # than its rank, i.e. a leading slice of rows.
-        sleeping = nodes.sleeping
-        position = np.empty(len(nodes.lead_s), dtype=np.int64)
-        position[ranked] = np.arange(len(ranked))
-        upto = np.searchsorted(w, position[sleeping], side="right")
-        for n_rows, e in zip(upto.tolist(), (p_sleep[sleeping] * h).tolist(), strict=True):
+            acc[woke] = np.add.accumulate(np.concatenate(([start], wake_e)))[w[woke]]
+        # A sleeping node stays asleep in the plans waking fewer nodes than
+        # its rank in the wake order (a leading slice).
+        rank_of = np.empty(len(nodes.lead_s), dtype=np.int64)
+        rank_of[ranked] = np.arange(len(ranked))
+        upto = np.searchsorted(w, rank_of[sleeping], side="right")
+        for n_rows, e in zip(upto.tolist(), sleep_e.tolist(), strict=True):
             acc[:n_rows] += e
-    toff = nodes.off_s
-
-    def down(ids: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = np.minimum(left, h)
-        return p_off[ids] * t, p_sleep[ids] * np.maximum(0.0, h - t)
-
-    _pairs(acc, *down(expired, toff[expired]))
-    if len(optional):
-        first, second = down(optional, toff[optional])
+        for e in exp_terms.tolist():
+            acc += e
+        # Optional node j is switched off in the plans keeping at most j.
         upto = np.searchsorted(k, np.arange(len(optional)), side="right")
-        for n_rows, a, b in zip(upto.tolist(), first.tolist(), second.tolist(), strict=True):
-            acc[:n_rows] += a
-            acc[:n_rows] += b
-    _pairs(acc, *down(nodes.switching_off, nodes.off_remaining_s))
-    return acc
+        opt = opt_terms.tolist()
+        for j, n_rows in enumerate(upto.tolist()):
+            acc[:n_rows] += opt[2 * j]
+            acc[:n_rows] += opt[2 * j + 1]
+        for e in soff_terms.tolist():
+            acc += e
+        return acc
+
+    on_terms, exp_terms = on_terms.tolist(), exp_terms.tolist()
+    opt_terms, soff_terms = opt_terms.tolist(), soff_terms.tolist()
+    keep = [acc0]
+    for e in keep_e.tolist():
+        acc0 += e
+        keep.append(acc0)
+    start = keep[-1]
+    for e in on_terms:
+        start += e
+    woken = [start]
+    for e in wake_e.tolist():
+        start += e
+        woken.append(start)
+    k, w = k.tolist(), w.tolist()
+    out = []
+    # Plans waking nobody (they come first) differ in the optional nodes kept.
+    n_idle_plans = w.count(0)
+    sleep_e = sleep_e.tolist()
+    for ki in k[:n_idle_plans]:
+        acc = keep[ki]
+        for e in on_terms:
+            acc += e
+        for e in sleep_e:
+            acc += e
+        for e in exp_terms:
+            acc += e
+        for e in opt_terms[2 * ki :]:
+            acc += e
+        for e in soff_terms:
+            acc += e
+        out.append(acc)
+    # The others keep every optional node and wake more nodes, one more each
+    # plan: those leave the id-ordered sleeping nodes before a plan is summed.
+    tail = exp_terms + soff_terms
+    sleeping = sleeping.tolist()
+    ranked_ids = ranked.tolist()
+    n_woken = 0
+    for wi in w[n_idle_plans:]:
+        while n_woken < wi:
+            j = bisect_left(sleeping, ranked_ids[n_woken])
+            del sleeping[j], sleep_e[j]
+            n_woken += 1
+        acc = woken[wi]
+        for e in sleep_e:
+            acc += e
+        for e in tail:
+            acc += e
+        out.append(acc)
+    return np.array(out)
 
 
 def classify(nodes: SpareNodes, now: float, settings: SpareSettings):
@@ -319,20 +478,38 @@ def classify(nodes: SpareNodes, now: float, settings: SpareSettings):
         optional = optional[np.lexsort((optional, -nodes.lead_s[optional], p_idle))]
     sleeping = nodes.sleeping
     if len(sleeping) > 1:
-        lead = nodes.lead_s[sleeping]
-        e_wake = wake_energy(nodes, sleeping)
-        score = settings.alpha * lead + settings.beta * e_wake
-        sleeping = sleeping[np.lexsort((sleeping, e_wake, lead, score))]
+        if nodes.wake_rank is not None:
+            sleeping = sleeping[np.argsort(nodes.wake_rank[sleeping])]
+        else:
+            sleeping = sleeping[_wake_order(nodes.lead_s, nodes.power_w, sleeping, settings)]
     return expired, forced, optional, sleeping
 
 
-def wake_energy(nodes: SpareNodes, ids: np.ndarray) -> np.ndarray:
-    """Energy of one full wake (sleeping → idle) per node: switch-on power × lead.
+def _wake_order(
+    lead_s: np.ndarray, power_w: np.ndarray, ids: np.ndarray, settings: SpareSettings
+) -> np.ndarray:
+    """Indices sorting ``ids`` by (α·lead + β·wake energy, lead, wake energy, id).
 
-    The sleeping → switching_on hop takes no time on every platform the
-    reader accepts, so its sleeping-power term is 0.
+    The wake energy of a node is switch-on power × lead; the sleeping →
+    switching_on hop takes no time on every platform the reader accepts, so
+    its sleeping-power term is 0.
     """
-    return nodes.power_w[ids, 0] * 0.0 + nodes.power_w[ids, 1] * nodes.lead_s[ids]
+    lead = lead_s[ids]
+    e_wake = power_w[ids, 0] * 0.0 + power_w[ids, 1] * lead
+    score = settings.alpha * lead + settings.beta * e_wake
+    return np.lexsort((ids, e_wake, lead, score))
+
+
+def wake_ranks(lead_s: np.ndarray, power_w: np.ndarray, settings: SpareSettings) -> np.ndarray:
+    """Position of every node in the wake order (for :attr:`SpareNodes.wake_rank`).
+
+    The order is total (ids break ties), so sorting any set of sleeping nodes
+    by these positions gives the order :func:`classify` would compute.
+    """
+    ids = np.arange(len(lead_s))
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[_wake_order(lead_s, power_w, ids, settings)] = ids
+    return rank
 
 
 def optimise(
@@ -354,12 +531,14 @@ def optimise(
     expired, forced, optional, ranked = classify(nodes, now, settings)
     son, soff = nodes.switching_on, nodes.switching_off
     n_forced = len(son) + len(forced)
-    realisable = n_forced + len(optional) + len(ranked)
+    n_opt = len(optional)
+    realisable = n_forced + n_opt + len(ranked)
     x_min = max(n_forced, min(settings.min_spares, realisable))
     x_max = max(x_min, min(settings.max_spares, realisable))
     targets = np.arange(x_min, x_max + 1)
+    # Per plan: optional idle nodes kept (k), then sleeping nodes woken (w).
     need = targets - n_forced
-    k = np.minimum(need, len(optional))
+    k = np.minimum(need, n_opt)
     w = need - k
 
     rate = event.residual_rate
@@ -368,20 +547,27 @@ def optimise(
     h = max(0.0, event.horizon_s)
 
     # --- readiness delays -------------------------------------------------
-    d_son = _residuals(nodes.on_remaining_s, rate)
-    d_exp = lead[expired] + _residuals(toff[expired], rate)
-    d_soff = lead[soff] + _residuals(nodes.off_remaining_s, rate)
-    d_opt_off = lead[optional] + _residuals(toff[optional], rate)
-    d_wake = _residuals(lead[ranked], rate)
+    def off_delays(ids: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """Lead time plus the residual switch-off of each node (often none)."""
+        return lead[ids] + _residuals(left, rate) if len(ids) else _NONE
+
     d_asleep = lead[ranked]
-    fixed = np.sort(np.concatenate((np.zeros(len(forced)), d_son, d_exp, d_soff)))
-    n_total = len(fixed) + len(optional) + len(ranked)
-    waits = np.zeros(len(targets))
+    d_wake = _residuals(d_asleep, rate)
+    d_opt_off = off_delays(optional, toff[optional])
+    fixed = np.concatenate(
+        (
+            np.zeros(len(forced)),
+            _residuals(nodes.on_remaining_s, rate),
+            off_delays(expired, toff[expired]),
+            off_delays(soff, nodes.off_remaining_s),
+        )
+    )
+    n_total = len(fixed) + n_opt + len(ranked)
     if n_total:
-        ranks = [max(1, min(int(r), n_total)) for r, _ in pmf]
-        stats = _order_statistics(fixed, k, w, d_opt_off, d_wake, d_asleep, sorted(set(ranks)))
-        for rank, (_, p) in zip(ranks, pmf, strict=True):
-            waits = waits + float(p) * stats[rank]
+        terms = [(float(p), max(1, min(int(r), n_total)) - 1) for r, p in pmf]
+        waits = _expected_waits(fixed, k, w, d_opt_off, d_wake, d_asleep, terms)
+    else:
+        waits = np.zeros(len(targets))
     waits = waits * event.p_arrival
 
     # --- energy over the horizon -----------------------------------------
