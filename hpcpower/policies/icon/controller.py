@@ -74,6 +74,8 @@ from hpcpower.policies.queue.snf import SNF
 
 EPS = 1e-9
 _MISSING = object()
+# ndarray.min without the Python-level wrapper (called for every job).
+_min = np.minimum.reduce
 
 
 class SnfIcon(Policy):
@@ -236,7 +238,7 @@ class SnfIcon(Policy):
                 continue
             self.service.observe_service(duration)
             self.screen.services.add(rec.finish_s, duration)
-            slowest = float(speed[rec.nodes].min())
+            slowest = float(_min(speed[rec.nodes]))
             # The authors take the request as (start + walltime) - start.
             requested = (rec.start_s + rec.job.reqtime_s / slowest) - rec.start_s
             if not (requested > EPS and math.isfinite(requested)):
@@ -256,7 +258,7 @@ class SnfIcon(Policy):
         cluster = view.cluster
         now = view.now
         decision = Decision()
-        started = dispatch(view, cfg.timeout_s)
+        started = dispatch(view, cfg.timeout_s) if len(view.queue) else []
         decision.start = [(p.job, p.nodes) for p in started]
         for p in started:
             self._icon_ends[p.job.id] = now + p.job.reqtime_s
@@ -338,7 +340,7 @@ class SnfIcon(Policy):
             req = requested.get(job.id, _MISSING)
             if req is _MISSING:
                 req = requested[job.id] = requested_duration(
-                    job.reqtime_s, float(speed[nodes].min())
+                    job.reqtime_s, float(_min(speed[nodes]))
                 )
             reqs.append(req)
         remaining = self.runtime.remaining_all(
@@ -356,7 +358,7 @@ class SnfIcon(Policy):
         service = self.service
 
         def duration(job, nodes) -> float:
-            req = requested_duration(job.reqtime_s, float(speed[nodes].min()))
+            req = requested_duration(job.reqtime_s, float(_min(speed[nodes])))
             return runtime.queued_duration(req, service.ema_service_s)
 
         return _Recorded(future_plan(releases, remaining, view.now, duration))
@@ -414,9 +416,14 @@ class SnfIcon(Policy):
             return []
         now = view.now
         timeout = self.settings.timeout_s
+        since = view.cluster.since[idle].tolist()
+        first = min([start + timeout for start in since])
+        if now < first:  # the usual case: no timeout expired, ask for the first
+            decision.call_at.append(first)
+            return []
         gone = []
         next_expiry = None
-        for node, start in zip(idle, view.cluster.since[idle].tolist(), strict=True):
+        for node, start in zip(idle, since, strict=True):
             expiry = start + timeout
             if now >= expiry:
                 gone.append((start, node))

@@ -202,10 +202,13 @@ def _expected_waits(
 
     Few plans are swept in Python: from one plan to the next either ``k`` or
     ``w`` grows by one, so exactly one delay changes, and the sorted delays
-    are updated by one removal and one insertion (bisection). Sorted
-    positions below both keep their values, so the partial sums of the terms
-    reading only those are the previous plan's and the sum resumes from there
-    (when the indices do not decrease, as with the pmf by size). Many plans
+    are updated in place, or by one removal and one insertion (bisection)
+    when the order changes. Sorted positions below the change keep their
+    values, so the partial sums of the terms reading only those are the
+    previous plan's and the sum resumes from there (when the indices do not
+    decrease, as with the pmf by size). Delays are never -0.0 or NaN (all
+    come from ``max(0, .)`` and finite means), so equal delays are the same
+    floats and their order within the list does not matter. Many plans
     get their order statistics at once from :func:`_order_statistics` and are
     summed one pmf entry at a time across plans.
     """
@@ -222,27 +225,35 @@ def _expected_waits(
     k0, w0 = k[0], w[0]
     delays = fixed.tolist() + [0.0] * k0 + opt_off[k0:] + wake[:w0] + asleep[w0:]
     delays.sort()
+    last = len(delays) - 1
+    # The delay that changes from each plan to the next: (old, new).
+    changes = [
+        (opt_off[k[i - 1]], 0.0) if k[i] != k[i - 1] else (asleep[w[i - 1]], wake[w[i - 1]])
+        for i in range(1, len(k))
+    ]
     probs = [p for p, _ in terms]
     picks = [i for _, i in terms]
+    n_terms = len(terms)
     resumable = all(a <= b for a, b in zip(picks, picks[1:], strict=False))
     # partial[t]: the sum of the first t terms of the current plan.
-    partial = [0.0] * (len(terms) + 1)
-    out = []
-    for i in range(len(k)):
-        start = 0
-        if i:
-            if k[i] != k[i - 1]:  # one more optional node kept warm
-                old, new = opt_off[k[i - 1]], 0.0
-            else:  # one more sleeping node woken
-                old, new = asleep[w[i - 1]], wake[w[i - 1]]
-            removed = bisect_left(delays, old)
-            del delays[removed]
+    partial = [0.0] * (n_terms + 1)
+    acc = 0.0
+    for t in range(n_terms):
+        acc += probs[t] * delays[picks[t]]
+        partial[t + 1] = acc
+    out = [acc]
+    for old, new in changes:
+        moved = bisect_left(delays, old)
+        if (moved == 0 or delays[moved - 1] <= new) and (moved == last or new <= delays[moved + 1]):
+            delays[moved] = new  # still sorted (equal delays are the same floats)
+        else:
+            del delays[moved]
             inserted = bisect_right(delays, new)
             delays.insert(inserted, new)
-            if resumable:
-                start = bisect_left(picks, min(removed, inserted))
+            moved = min(moved, inserted)
+        start = bisect_left(picks, moved) if resumable else 0
         acc = partial[start]
-        for t in range(start, len(terms)):
+        for t in range(start, n_terms):
             acc += probs[t] * delays[picks[t]]
             partial[t + 1] = acc
         out.append(acc)
@@ -479,7 +490,7 @@ def classify(nodes: SpareNodes, now: float, settings: SpareSettings):
     sleeping = nodes.sleeping
     if len(sleeping) > 1:
         if nodes.wake_rank is not None:
-            sleeping = sleeping[np.argsort(nodes.wake_rank[sleeping])]
+            sleeping = sleeping[nodes.wake_rank[sleeping].argsort()]
         else:
             sleeping = sleeping[_wake_order(nodes.lead_s, nodes.power_w, sleeping, settings)]
     return expired, forced, optional, sleeping
