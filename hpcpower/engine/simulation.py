@@ -88,9 +88,8 @@ class Simulation:
         self.env = simpy.Environment()
         # Transition durations draw from default_rng(seed) itself, one normal
         # per node in command order, as the authors' simulator does (its seed
-        # is 42); other streams are children of the same seed.
+        # is 42). The workload is fixed before the run, so no other stream.
         self.rng_transitions = np.random.default_rng(seed)
-        self.rng_policy = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         try:
             start_state = NodeState[initial_state.upper()]
         except KeyError:
@@ -129,7 +128,6 @@ class Simulation:
         self._state_rows: list[tuple[float, int, int, int, int, int]] = []
         self._progress: Callable[[int], None] | None = None
         self._view = SystemView(0.0, self.cluster, self.queue, self.running)
-        self._all_done = self.env.event()
         policy.reset(self.cluster)
         self.env.process(self._arrivals())
         self._request_pass()
@@ -175,8 +173,6 @@ class Simulation:
         self.end_s = self.env.now
         self.cluster.close_books()
         self._record_states()
-        if not self._all_done.triggered:
-            self._all_done.succeed()
 
     # ---------------------------------------------------------- controller
     def _wake(self, trigger: str) -> None:
