@@ -28,8 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from hpcpower.engine.cluster import COMPUTING, IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON
+from hpcpower.policies import kernels
 
 EPS = 1e-9
+_NO_NODES = np.zeros(0, dtype=np.int64)
 
 #: Node-state rank in tie-breaks: idle, computing, switching on, other.
 _RANK = np.array([3, 2, 0, 1, 3], dtype=np.int8)  # indexed by NodeState value
@@ -89,6 +91,30 @@ class ReleaseMap:
         now = view.now
         state = cluster.state
         since = cluster.since
+        self.now = now
+        self.state = state
+        self._since = since
+        self._timeout_s = timeout_s
+        self.idle_w = cluster.idle_w
+        self.ids = cluster.ids
+        if kernels.ENABLED:
+            if timeout_s is not None and cluster.counts[IDLE] > 1 and idle_nodes is None:
+                idle_nodes = idle_order(cluster, now, timeout_s)
+            self.release, self.base_j, self.no_gap, self.gap_w, self.tie_key = kernels.release_map(
+                now,
+                state,
+                since,
+                cluster.expected_end_s,
+                cluster.switch_on_mean_s,
+                cluster.switch_off_mean_s,
+                cluster.switching_on_w,
+                cluster.switching_off_w,
+                cluster.idle_w,
+                overrun_release == "inf",
+                np.nan if timeout_s is None else float(timeout_s),
+                _NO_NODES if idle_nodes is None else np.asarray(idle_nodes, dtype=np.int64),
+            )
+            return
         on = cluster.switch_on_mean_s
         off = cluster.switch_off_mean_s
         n = cluster.n_nodes
@@ -133,20 +159,14 @@ class ReleaseMap:
             ] * (woken - off_end)
             no_gap = down if no_gap is None else no_gap | down
 
-        self.now = now
         self.release = release
         self.base_j = base
-        self.state = state
-        self._since = since
-        self._timeout_s = timeout_s
         #: Nodes charged only their wake energy (no idle gap): sleeping, switching off.
         self.no_gap = no_gap if no_gap is not None else np.zeros(n, dtype=bool)
-        self.idle_w = cluster.idle_w
         #: Idle power per node, 0 for the nodes charged no idle gap: the gap
         #: cost is then one product for every node.
         self.gap_w = cluster.idle_w if no_gap is None else np.where(no_gap, 0.0, cluster.idle_w)
         ids = cluster.ids
-        self.ids = ids
         # Tie-break key: idle nodes (rank 0) first, in idle order (by timeout
         # rank, then id); every other node by (rank, id), as rank * n + id >= n.
         tie_key = _RANK_KEY[state] * n + ids
@@ -193,6 +213,11 @@ class ReleaseMap:
             candidates: Node ids to choose from (default: every node).
         """
         if candidates is None:
+            if kernels.ENABLED:
+                nodes, start = kernels.select(
+                    self.release, self.base_j, self.gap_w, self.tie_key, r, min_start
+                )
+                return (nodes, start) if len(nodes) else None
             rel = self.release
         else:
             candidates = np.asarray(candidates)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from hpcpower.policies import kernels
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
 from hpcpower.policies.planning import EPS, ReleaseMap, Timelines, idle_order
 
@@ -159,6 +160,9 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
       smaller or shorter one, and gaps only shrink as jobs are placed, so
       this bound stays valid (if weaker) as placement goes on.
     """
+    if kernels.ENABLED:
+        yield from _project_compiled(view, base, started, head, rest)
+        return
     now = view.now
     queue = view.queue
     head_end = head.start_s + head.job.reqtime_s
@@ -225,6 +229,51 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
         i += 1
         placed_since_bound += 1
         done = i == n_rest
+
+
+def _project_compiled(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
+    """:func:`_project` by the compiled kernel (the same plan, made at once, handed out lazily)."""
+    cluster = view.cluster
+    if started:
+        started_nodes = np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in started])
+        sizes = [len(p.nodes) for p in started]
+        started_ptr = np.zeros(len(started) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=started_ptr[1:])
+        started_req = np.array([p.job.reqtime_s for p in started], dtype=float)
+    else:
+        started_nodes = started_ptr = _NO_NODES
+        started_req = _NO_TIMES
+    ids, res, req = rest
+    index, start, nodes, ptr = kernels.project(
+        view.now,
+        cluster.state,
+        cluster.since,
+        cluster.switch_on_mean_s,
+        base.release,
+        base.base_j,
+        base.gap_w,
+        base.no_gap,
+        base.idle_w,
+        base.tie_key,
+        started_nodes,
+        started_ptr,
+        started_req,
+        np.asarray(head.nodes, dtype=np.int64),
+        float(head.start_s),
+        float(head.job.reqtime_s),
+        np.asarray(res, dtype=np.int64),
+        np.asarray(req, dtype=float),
+    )
+    job_of = view.queue.job
+    starts = start.tolist()
+    bounds = ptr.tolist()
+    for k, i in enumerate(index.tolist()):
+        job = head.job if i < 0 else job_of(int(ids[i]))
+        yield Planned(job, starts[k], nodes[bounds[k] : bounds[k + 1]])
+
+
+_NO_NODES = np.zeros(1, dtype=np.int64)
+_NO_TIMES = np.empty(0)
 
 
 def _place(lines: Timelines, entry: Planned, now: float) -> Planned | None:

@@ -1,0 +1,602 @@
+"""Compiled planning kernels (optional: ``pip install "hpcpower[fast]"``).
+
+The planners in :mod:`hpcpower.policies.planning` are written with numpy
+array operations: clear, and fast on one large question, but each call costs
+a few microseconds however small the arrays, and the FCFS/EASY projection
+asks hundreds of small questions per controller pass. With `numba
+<https://numba.pydata.org>`_ installed, the whole projection of a pass runs
+as one compiled function instead (:func:`project`), which computes *the same
+plan, to the bit*: it follows the numpy code step by step (same candidate
+starts, same float operations in the same order, same tie-breaks), and the
+tests run both and compare them.
+
+Without numba everything still works, on the numpy path. Set the
+environment variable ``HPCPOWER_KERNELS=numpy`` (or call :func:`use`) to
+force the numpy path with numba installed, for instance to compare.
+
+The first call compiles the kernels (a few seconds); the machine code is
+cached on disk, so later runs start at once.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import numpy as np
+
+try:  # pragma: no cover - exercised only where numba is (not) installed
+    import numba
+
+    AVAILABLE = True
+except ImportError:  # pragma: no cover
+    numba = None
+    AVAILABLE = False
+
+#: Whether the planners use the compiled kernels (numba installed and not disabled).
+ENABLED = AVAILABLE and os.environ.get("HPCPOWER_KERNELS", "numba").lower() != "numpy"
+
+EPS = 1e-9
+INF = np.inf
+
+
+@contextmanager
+def use(enabled: bool):
+    """Use the compiled kernels (``True``, if numba is installed) or numpy within a block."""
+    global ENABLED
+    before = ENABLED
+    ENABLED = bool(enabled) and AVAILABLE
+    try:
+        yield ENABLED
+    finally:
+        ENABLED = before
+
+
+def _jit(func):
+    if numba is None:  # pragma: no cover
+        return func
+    return numba.njit(cache=True, nogil=True)(func)
+
+
+# ------------------------------------------------- sorting and selection
+# Hand-written (numba compiles numpy's sort and partition slowly): a stable
+# merge sort on two keys and a quickselect. Both give exactly what numpy's
+# stable sorts and partitions give.
+
+
+@_jit
+def _argsort2(primary, secondary):
+    """Stable order of positions by ``(primary, secondary)``."""
+    m = len(primary)
+    idx = np.arange(m)
+    tmp = np.empty(m, dtype=np.int64)
+    width = 1
+    while width < m:
+        lo = 0
+        while lo < m:
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                a = idx[i]
+                b = idx[j]
+                if primary[b] < primary[a] or (
+                    primary[b] == primary[a] and secondary[b] < secondary[a]
+                ):
+                    tmp[k] = b
+                    j += 1
+                else:
+                    tmp[k] = a
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+@_jit
+def _sorted(values):
+    """``values`` sorted ascending (a copy)."""
+    return values[_argsort2(values, values)]
+
+
+@_jit
+def _kth(values, k):
+    """The ``k``-th smallest value (0-based), as ``np.partition(values, k)[k]``."""
+    a = values.copy()
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+# ------------------------------------------------------------ node choice
+@_jit
+def _cheapest_order(r, cost, key):
+    """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
+
+    As :func:`hpcpower.policies.planning._cheapest_order`: with many
+    candidates only those at or below the ``r``-th cost are sorted.
+    """
+    m = len(cost)
+    if m <= 4 * r or m <= 128:
+        return _argsort2(cost, key)[:r]
+    cut = _kth(cost, r - 1)
+    chosen = np.flatnonzero(cost <= cut)
+    return chosen[_argsort2(cost[chosen], key[chosen])[:r]]
+
+
+@_jit
+def select(release, base_j, gap_w, tie_key, r, min_start):
+    """:meth:`ReleaseMap.select` over every node: ``(nodes, start)``; empty nodes for ``None``."""
+    m = len(release)
+    if r > m:
+        return np.empty(0, dtype=np.int64), np.nan
+    if r < m:
+        kth = _kth(release, r - 1)
+    else:
+        kth = release.max()
+    if kth == INF:
+        return np.empty(0, dtype=np.int64), np.nan
+    start = min_start if min_start >= kth else kth
+    eligible = np.flatnonzero(release <= start)
+    cost = base_j[eligible] + gap_w[eligible] * (start - release[eligible])
+    return eligible[_cheapest_order(r, cost, tie_key[eligible])], start
+
+
+@_jit
+def release_map(
+    now,
+    state,
+    since,
+    expected_end,
+    on_mean,
+    off_mean,
+    on_w,
+    off_w,
+    idle_w,
+    overrun_inf,
+    timeout_s,
+    idle_nodes,
+):
+    """The arrays of :class:`ReleaseMap`: ``(release, base_j, no_gap, gap_w, tie_key)``.
+
+    ``timeout_s`` is nan for no timeout; ``idle_nodes`` the pass's
+    :func:`idle_order` (read only when there is a timeout and two idle nodes).
+    """
+    n = len(state)
+    release = np.full(n, now)
+    base = np.zeros(n)
+    no_gap = np.zeros(n, dtype=np.bool_)
+    gap_w = idle_w.copy()
+    tie_key = np.empty(n, dtype=np.int64)
+    n_idle = 0
+    for node in range(n):
+        s = state[node]
+        if s == 3:  # computing
+            end = expected_end[node]
+            if overrun_inf:
+                if end <= now:
+                    end = INF
+            elif not end >= now:
+                end = now
+            release[node] = end
+            tie_key[node] = 1 * n + node
+        elif s == 0:  # sleeping
+            woken = now + on_mean[node]
+            release[node] = woken
+            base[node] = on_w[node] * (woken - now)
+            no_gap[node] = True
+            gap_w[node] = 0.0
+            tie_key[node] = 3 * n + node
+        elif s == 1:  # switching on
+            end = since[node] + on_mean[node]
+            if not end > now:
+                end = now + on_mean[node]
+            release[node] = end
+            base[node] = on_w[node] * (end - now)
+            tie_key[node] = 2 * n + node
+        elif s == 4:  # switching off
+            off_end = since[node] + off_mean[node]
+            if not off_end > now:
+                off_end = now + off_mean[node]
+            woken = off_end + on_mean[node]
+            release[node] = woken
+            base[node] = off_w[node] * (off_end - now) + on_w[node] * (woken - off_end)
+            no_gap[node] = True
+            gap_w[node] = 0.0
+            tie_key[node] = 3 * n + node
+        else:  # idle
+            tie_key[node] = node
+            n_idle += 1
+    if not np.isnan(timeout_s) and n_idle > 1:
+        for k in range(len(idle_nodes)):
+            tie_key[idle_nodes[k]] = k
+    return release, base, no_gap, gap_w, tie_key
+
+
+# ------------------------------------------------------------- timelines
+# Per node: free intervals [fa, fb) in slots 0 .. used-1 (emptied slots hold
+# [inf, -inf)), and every segment (seg_s, seg_f) in the order it was added,
+# for rebuilds. As :class:`hpcpower.policies.planning.Timelines`.
+
+
+@_jit
+def _widen(arr, fill, width):
+    out = np.full((arr.shape[0], width), fill)
+    out[:, : arr.shape[1]] = arr
+    return out
+
+
+@_jit
+def _room(fa, fb, seg_s, seg_f, nseg):
+    """Arrays wide enough for one more segment on any node.
+
+    A node never has more free intervals than segments + 1, so segment slots
+    for ``max(nseg) + 1`` and interval slots for one more suffice.
+    """
+    need = nseg.max() + 1
+    if need <= seg_s.shape[1]:
+        return fa, fb, seg_s, seg_f
+    width = max(need, 2 * seg_s.shape[1])
+    return (
+        _widen(fa, INF, width + 1),
+        _widen(fb, -INF, width + 1),
+        _widen(seg_s, INF, width),
+        _widen(seg_f, INF, width),
+    )
+
+
+@_jit
+def _rebuild(fa, fb, used, seg_s, seg_f, nseg, node):
+    """Recompute one node's free intervals from its segments (by start, stable)."""
+    k = nseg[node]
+    starts = seg_s[node, :k].copy()
+    order = _argsort2(starts, starts)
+    a_out = np.empty(k + 1)
+    b_out = np.empty(k + 1)
+    count = 0
+    reach = -INF
+    for j in range(k):
+        s = seg_s[node, order[j]]
+        f = seg_f[node, order[j]]
+        if s > reach:
+            a_out[count] = reach
+            b_out[count] = s
+            count += 1
+        reach = reach if reach >= f else f
+    if INF > reach:
+        a_out[count] = reach
+        b_out[count] = INF
+        count += 1
+    fa[node, :] = INF
+    fb[node, :] = -INF
+    fa[node, :count] = a_out[:count]
+    fb[node, :count] = b_out[:count]
+    used[node] = count
+
+
+@_jit
+def _add(fa, fb, used, seg_s, seg_f, nseg, irregular, nodes, start, finish):
+    """Reserve ``nodes`` over ``[start, finish)`` (room made beforehand by :func:`_room`)."""
+    for node in nodes:
+        k = nseg[node]
+        seg_s[node, k] = start
+        seg_f[node, k] = finish
+        nseg[node] = k + 1
+        if finish < start:
+            irregular[node] = True
+        slot = -1
+        for i in range(used[node]):
+            if fa[node, i] <= start and start < fb[node, i]:
+                slot = i
+                break
+        if slot < 0 or finish > fb[node, slot] or irregular[node]:
+            _rebuild(fa, fb, used, seg_s, seg_f, nseg, node)
+            continue
+        a = fa[node, slot]
+        b = fb[node, slot]
+        if start > a:
+            fb[node, slot] = start
+            if not b > finish:
+                continue
+            slot = used[node]
+            fa[node, slot] = finish
+            fb[node, slot] = b
+            used[node] = slot + 1
+        elif b > finish:
+            fa[node, slot] = finish
+        else:
+            fa[node, slot] = INF
+            fb[node, slot] = -INF
+
+
+@_jit
+def _window_free(fa, fb, used, nodes, start, finish):
+    """Whether every node is free at ``start`` and stays free until ``finish``."""
+    for node in nodes:
+        ok = False
+        for i in range(used[node]):
+            a = fa[node, i]
+            b = fb[node, i]
+            if a <= start and start < b and finish <= b + EPS:
+                ok = True
+                break
+        if not ok:
+            return False
+    return True
+
+
+@_jit
+def _earliest(
+    fa, fb, used, r, walltime, min_start, max_start, base_j, no_gap, idle_w, tie_key, now
+):
+    """:meth:`Timelines.earliest` (``max_start`` nan: none): ``(nodes, start)``, empty if none."""
+    none = (np.empty(0, dtype=np.int64), np.nan)
+    bounded = not np.isnan(max_start)
+    if bounded and min_start + EPS >= max_start:
+        return none
+    n = fa.shape[0]
+    if n < r:
+        return none
+    total = 0
+    for node in range(n):
+        total += used[node]
+    lo_all = np.empty(total)
+    last_all = np.empty(total)
+    a_all = np.empty(total)
+    node_all = np.empty(total, dtype=np.int64)
+    count = 0
+    for node in range(n):
+        for i in range(used[node]):
+            a = fa[node, i]
+            b = fb[node, i]
+            lo = a if a >= min_start else min_start
+            last = b - walltime + EPS
+            if not (b - lo > EPS and lo <= last):
+                continue
+            if bounded and not lo < max_start - EPS:
+                continue
+            cap = np.nextafter(b - EPS, -INF)
+            lo_all[count] = lo
+            last_all[count] = last if last <= cap else cap
+            a_all[count] = a
+            node_all[count] = node
+            count += 1
+    if count < r:
+        return none
+    lo_all = lo_all[:count]
+    last_all = last_all[:count]
+    # The smallest interval start covered by r intervals [lo, last].
+    lo_sorted = _sorted(lo_all)
+    last_sorted = _sorted(last_all)
+    t = np.nan
+    j = 0  # intervals with last < s
+    i = 0
+    while i < count:
+        s = lo_sorted[i]
+        while i < count and lo_sorted[i] == s:
+            i += 1
+        while j < count and last_sorted[j] < s:
+            j += 1
+        if i - j >= r:
+            t = s
+            break
+    if np.isnan(t):
+        return none
+    m = 0
+    for q in range(count):
+        if lo_all[q] <= t and last_all[q] >= t:
+            m += 1
+    pick = np.empty(m, dtype=np.int64)
+    cost = np.empty(m)
+    m = 0
+    for q in range(count):
+        if lo_all[q] <= t and last_all[q] >= t:
+            node = node_all[q]
+            pick[m] = node
+            if no_gap[node]:
+                gap = 0.0
+            else:
+                since = a_all[q] if a_all[q] >= now else now
+                idle_s = t - since
+                gap = idle_w[node] * (idle_s if idle_s >= 0.0 else 0.0)
+            cost[m] = base_j[node] + gap
+            m += 1
+    return pick[_cheapest_order(r, cost, tie_key[pick])], t
+
+
+@_jit
+def project(
+    now,
+    state,
+    since,
+    on_mean,
+    release,
+    base_j,
+    gap_w,
+    no_gap,
+    idle_w,
+    tie_key,
+    started_nodes,
+    started_ptr,
+    started_req,
+    head_nodes,
+    head_start,
+    head_req,
+    rest_res,
+    rest_req,
+):
+    """The FCFS/EASY projection of one pass (``fcfs_easy._project``), all of it.
+
+    ``release`` … ``tie_key`` are the pass's :class:`ReleaseMap` arrays
+    before any job was placed; ``started_*`` the jobs starting now (nodes of
+    job ``k`` in ``started_nodes[started_ptr[k]:started_ptr[k + 1]]``); the
+    head's reservation; the columns of the later jobs in arrival order.
+
+    Returns ``(index, start, nodes, ptr)``: the placed jobs sorted by start
+    (ties in placement order), ``index`` -1 for the head and else the job's
+    position in ``rest_*``.
+    """
+    n = len(state)
+    # Timelines at the start of the pass: at most one busy block per node.
+    width = 4
+    fa = np.full((n, width + 1), INF)
+    fb = np.full((n, width + 1), -INF)
+    seg_s = np.full((n, width), INF)
+    seg_f = np.full((n, width), INF)
+    nseg = np.zeros(n, dtype=np.int64)
+    used = np.ones(n, dtype=np.int64)
+    irregular = np.zeros(n, dtype=np.bool_)
+    block_start = np.full(n, INF)
+    block_end = np.full(n, INF)
+    for node in range(n):
+        s = state[node]
+        if s == 0:  # sleeping
+            seg_s[node, 0] = now
+            seg_f[node, 0] = release[node]
+            nseg[node] = 1
+        elif s == 1 or s == 3:  # switching on, computing
+            first = since[node]
+            if s == 1 and not first <= now:
+                first = now
+            seg_s[node, 0] = first
+            seg_f[node, 0] = release[node]
+            nseg[node] = 1
+        elif s == 4:  # switching off: the end of the off, then the wake
+            first = since[node] if since[node] <= now else now
+            off_end = release[node] - on_mean[node]
+            seg_s[node, 0] = first
+            seg_f[node, 0] = off_end
+            seg_s[node, 1] = off_end
+            seg_f[node, 1] = release[node]
+            nseg[node] = 2
+            block_start[node] = first if first <= off_end else off_end
+            block_end[node] = off_end if off_end >= release[node] else release[node]
+            continue
+        else:
+            continue
+        block_start[node] = seg_s[node, 0]
+        block_end[node] = seg_f[node, 0]
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            seg_s[node, 0] = now
+            seg_f[node, 0] = finish
+            nseg[node] = 1
+            block_start[node] = now
+            block_end[node] = finish
+    for node in range(n):
+        fa[node, 0] = -INF
+        fb[node, 0] = block_start[node]
+        if block_end[node] < INF:
+            fa[node, 1] = block_end[node]
+            fb[node, 1] = INF
+            used[node] = 2
+
+    n_rest = len(rest_res)
+    out_index = np.empty(n_rest + 1, dtype=np.int64)
+    out_start = np.empty(n_rest + 1)
+    # Nodes of placed job k in buf[ptr[k]:ptr[k + 1]], in placement order.
+    buf = np.empty(len(head_nodes) + rest_res.sum(), dtype=np.int64)
+    ptr = np.zeros(n_rest + 2, dtype=np.int64)
+
+    head_end = head_start + head_req
+    if not _window_free(fa, fb, used, head_nodes, head_start, head_end):
+        return out_index[:0], out_start[:0], buf[:0], ptr[:1]
+    _add(fa, fb, used, seg_s, seg_f, nseg, irregular, head_nodes, head_start, head_end)
+    out_index[0] = -1
+    out_start[0] = head_start
+    buf[: len(head_nodes)] = head_nodes
+    ptr[1] = len(head_nodes)
+    count = 1
+
+    # FCFS-forward plan seeded with the head's reservation.
+    rel = release.copy()
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            rel[node] = finish
+    for node in head_nodes:
+        rel[node] = head_end
+    barrier = head_start
+    for i in range(n_rest):
+        res = rest_res[i]
+        wall = rest_req[i]
+        nodes, start = select(rel, base_j, gap_w, tie_key, res, barrier)
+        if len(nodes) == 0:
+            break
+        barrier = start
+        for node in nodes:
+            rel[node] = barrier + wall
+        fa, fb, seg_s, seg_f = _room(fa, fb, seg_s, seg_f, nseg)
+        # Place it on the timelines (as ``fcfs_easy._place``): in the earliest
+        # gap that lets it start strictly earlier than its FCFS start, else on
+        # its FCFS nodes and start if still free, else in the earliest gap after.
+        got = nodes[:0]
+        t = start
+        if now + EPS < start:
+            early, t_early = _earliest(
+                fa, fb, used, res, wall, now, start, base_j, no_gap, idle_w, tie_key, now
+            )
+            if len(early) and t_early + EPS < start:
+                got = early
+                t = t_early
+        if len(got) == 0:
+            if _window_free(fa, fb, used, nodes, start, start + wall):
+                got = nodes
+                t = start
+            else:
+                got, t = _earliest(
+                    fa, fb, used, res, wall, start, np.nan, base_j, no_gap, idle_w, tie_key, now
+                )
+        if len(got) == 0:
+            break
+        _add(fa, fb, used, seg_s, seg_f, nseg, irregular, got, t, t + wall)
+        out_index[count] = i
+        out_start[count] = t
+        buf[ptr[count] : ptr[count] + len(got)] = got
+        ptr[count + 1] = ptr[count] + len(got)
+        count += 1
+
+    starts = out_start[:count].copy()
+    order = _argsort2(starts, starts)
+    out_nodes = np.empty(ptr[count], dtype=np.int64)
+    out_ptr = np.zeros(count + 1, dtype=np.int64)
+    pos = 0
+    for j in range(count):
+        k = order[j]
+        size = ptr[k + 1] - ptr[k]
+        out_nodes[pos : pos + size] = buf[ptr[k] : ptr[k + 1]]
+        pos += size
+        out_ptr[j + 1] = pos
+    return out_index[:count][order], starts[order], out_nodes, out_ptr

@@ -1,0 +1,131 @@
+"""The compiled planning kernels compute exactly what the numpy planners compute."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpcpower import Simulation, load_platform, load_workload
+from hpcpower.policies import kernels
+from hpcpower.policies.planning import ReleaseMap
+from hpcpower.policies.queue.fcfs_easy import FCFSEasy
+from tests.conftest import DATA, job, tiny_platform
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+floats = st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, 1e9, np.inf])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(floats, min_size=1, max_size=40), st.lists(floats, min_size=40, max_size=40))
+def test_merge_sort_is_numpys_stable_lexsort(primary, secondary):
+    a = np.array(primary)
+    b = np.array(secondary[: len(a)])
+    assert kernels._argsort2(a, b).tolist() == np.lexsort((b, a)).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(floats, min_size=1, max_size=60), st.data())
+def test_quickselect_is_the_kth_order_statistic(values, data):
+    a = np.array(values)
+    k = data.draw(st.integers(0, len(a) - 1))
+    assert kernels._kth(a, k) == np.partition(a, k)[k]
+    assert a.tolist() == values  # the input is left alone
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 5).map(float), min_size=1, max_size=300),
+    st.integers(1, 40),
+)
+def test_cheapest_order_matches_numpy_with_and_without_partition(costs, r):
+    from hpcpower.policies.planning import _cheapest_order
+
+    cost = np.array(costs)
+    key = np.random.default_rng(len(costs)).permutation(len(cost)).astype(np.int64)
+    r = min(r, len(cost))
+    want = _cheapest_order(r, cost, key)
+    assert kernels._cheapest_order(r, cost, key).tolist() == want.tolist()
+
+
+class _Checking(FCFSEasy):
+    """FCFS/EASY that, at every pass, plans the whole queue both ways and compares."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+        self.planned = 0
+
+    def schedule(self, view, timeout_s):
+        with kernels.use(False):
+            slow = FCFSEasy.schedule(self, view, timeout_s)
+            slow_plan = slow.plan
+            slow_map = ReleaseMap(view, timeout_s)
+        with kernels.use(True):
+            fast = FCFSEasy.schedule(self, view, timeout_s)
+            fast_plan = fast.plan
+            fast_map = ReleaseMap(view, timeout_s)
+        for name in ("release", "base_j", "gap_w", "no_gap", "tie_key"):
+            assert np.array_equal(getattr(fast_map, name), getattr(slow_map, name)), name
+        assert [(p.job.id, p.nodes.tolist()) for p in fast.start] == [
+            (p.job.id, np.asarray(p.nodes).tolist()) for p in slow.start
+        ]
+        assert [(p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in fast_plan] == [
+            (p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in slow_plan
+        ]
+        self.passes += 1
+        self.planned += len(fast_plan)
+        # Hand the simulation a fresh schedule (the plans above are spent).
+        return FCFSEasy.schedule(self, view, timeout_s)
+
+
+def _checked_run(platform, jobs, timeout_s=7200.0, seed=42):
+    from hpcpower.policies.base import Combined
+    from hpcpower.policies.power.ipm import IPM
+
+    queue = _Checking()
+    policy = Combined(queue, IPM(timeout_s), name="fcfs-easy-ipm")
+    Simulation(platform, jobs, policy, seed=seed).run()
+    return queue
+
+
+@pytest.mark.parametrize(
+    "platform,workload,first",
+    [
+        ("aoba-64", "DAS2-fs1-0-3000.json.gz", 400),
+        ("taurus-64", "DAS2-fs4-0-3000.json.gz", 300),
+        ("aoba-1152", "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", 250),
+    ],
+)
+def test_projection_equals_numpy_on_real_passes(platform, workload, first):
+    """Every pass of a prefix run: the same release map, starts and whole plan."""
+    wl = load_workload(DATA / workload)
+    wl.jobs = wl.jobs[:first]
+    checked = _checked_run(load_platform(platform), wl)
+    assert checked.passes > first and checked.planned > first
+
+
+job_spec = st.tuples(
+    st.integers(0, 30).map(lambda x: x * 50.0),  # submit gap
+    st.integers(1, 6),  # nodes
+    st.integers(0, 12).map(lambda x: x * 100.0),  # runtime
+    st.sampled_from([0.5, 1.0, 1.0, 2.0]),  # walltime / runtime (below 1: overruns)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 6),
+    specs=st.lists(job_spec, min_size=1, max_size=25),
+    timeout=st.sampled_from([0.0, 100.0, 600.0]),
+    sd=st.sampled_from([0.0, 30.0]),
+)
+def test_projection_equals_numpy_on_random_small_clusters(n, specs, timeout, sd):
+    """Overruns, overdue transitions, zero timeouts: the two paths never differ."""
+    jobs = []
+    t = 0.0
+    for i, (gap, res, runtime, ratio) in enumerate(specs):
+        t += gap
+        jobs.append(job(i, t, min(res, n), runtime, runtime * ratio))
+    _checked_run(tiny_platform(n, sd=sd), jobs, timeout_s=timeout, seed=len(specs))
