@@ -244,6 +244,100 @@ def release_map(
     return release, base, no_gap, gap_w, tie_key
 
 
+@_jit
+def _without(values, count, taken):
+    """Keep, in order, the first ``count`` values not ``taken``; returns the new count."""
+    kept = 0
+    for k in range(count):
+        if not taken[values[k]]:
+            values[kept] = values[k]
+            kept += 1
+    return kept
+
+
+@_jit
+def backfill(
+    release,
+    base_j,
+    gap_w,
+    tie_key,
+    started_nodes,
+    started_ptr,
+    started_req,
+    now,
+    head_res,
+    idle,
+    later_res,
+    later_req,
+):
+    """EASY's head reservation and backfilling of one pass (as ``FCFSEasy.schedule``).
+
+    ``idle`` holds the idle nodes left after dispatch, in idle order;
+    ``later_*`` the columns of the jobs after the head, in arrival order.
+    Returns ``(head nodes, head start, positions, nodes, ptr)``: the
+    backfilled jobs' positions in ``later_*`` and their nodes
+    (``nodes[ptr[k]:ptr[k + 1]]``); empty head nodes when the head cannot be
+    placed (then nothing is backfilled).
+    """
+    rel = release.copy()
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            rel[node] = finish
+    head, head_start = select(rel, base_j, gap_w, tie_key, head_res, now)
+    n_later = len(later_res)
+    positions = np.empty(n_later, dtype=np.int64)
+    buf = np.empty(len(idle), dtype=np.int64)
+    ptr = np.zeros(n_later + 1, dtype=np.int64)
+    if len(head) == 0:
+        return head, head_start, positions[:0], buf[:0], ptr[:1]
+    n = len(release)
+    reserved = np.zeros(n, dtype=np.bool_)
+    reserved[head] = True
+    taken = np.zeros(n, dtype=np.bool_)
+    free = idle.copy()
+    n_free = _without(free, len(free), reserved)
+    rest = idle.copy()
+    n_idle = len(rest)
+    limit = head_start + EPS
+    count = 0
+    p = 0
+    while p < n_later and n_idle > 0:
+        # The first later job that fits on idle nodes outside the reservation,
+        # or on idle nodes including reserved ones when it ends in time.
+        j = p
+        while j < n_later:
+            r = later_res[j]
+            if r <= n_free or (r <= n_idle and now + later_req[j] <= limit):
+                break
+            j += 1
+        if j == n_later:
+            break
+        r = later_res[j]
+        start = ptr[count]
+        # Both runs keep the idle order; taking a prefix of one removes
+        # scattered nodes from the other.
+        if r <= n_free:
+            buf[start : start + r] = free[:r]
+            free[: n_free - r] = free[r:n_free]
+            n_free -= r
+            for node in buf[start : start + r]:
+                taken[node] = True
+            n_idle = _without(rest, n_idle, taken)
+        else:
+            buf[start : start + r] = rest[:r]
+            rest[: n_idle - r] = rest[r:n_idle]
+            n_idle -= r
+            for node in buf[start : start + r]:
+                taken[node] = True
+            n_free = _without(free, n_free, taken)
+        positions[count] = j
+        ptr[count + 1] = start + r
+        count += 1
+        p = j + 1
+    return head, head_start, positions[:count], buf[: ptr[count]], ptr[: count + 1]
+
+
 # ------------------------------------------------------------- timelines
 # Per node: free intervals [fa, fb) in slots 0 .. used-1 (emptied slots hold
 # [inf, -inf)), and every segment (seg_s, seg_f) in the order it was added,

@@ -46,6 +46,13 @@ def idle_order(cluster, now: float, timeout_s: float | None) -> np.ndarray:
     the shortest time), then lowest id. Jobs dispatched in one pass take
     consecutive runs of this order.
     """
+    if len(cluster.idle) <= 32:
+        # Few idle nodes: Python lists are cheaper than array operations.
+        nodes = sorted(cluster.idle)
+        if timeout_s is not None and len(nodes) > 1:
+            rank = [-((since + timeout_s) - now) for since in cluster.since[nodes].tolist()]
+            nodes = [nodes[k] for k in sorted(range(len(nodes)), key=rank.__getitem__)]
+        return np.array(nodes, dtype=np.intp)
     # The state array gives the idle nodes already in id order (cheaper than
     # reading and sorting the set), so a stable sort breaks timeout ties by id.
     idle = np.flatnonzero(cluster.state == IDLE)

@@ -135,17 +135,18 @@ def _expiries(
     at or past that instant.
     """
     if len(idle) <= 64:
-        # Few nodes: Python scalars are cheaper than array operations.
+        # Few nodes: Python floats are cheaper than array operations.
+        nodes = list(idle)
         expired = []
         next_expiry = None
-        for node in idle:
-            expiry = since[node] + timeout_s
+        for node, began in zip(nodes, since[nodes].tolist(), strict=True):
+            expiry = began + timeout_s
             if now >= expiry:
-                expired.append((since[node], node))
+                expired.append((began, node))
             elif next_expiry is None or expiry < next_expiry:
                 next_expiry = expiry
         expired.sort()
-        return [node for _, node in expired], None if next_expiry is None else float(next_expiry)
+        return [node for _, node in expired], next_expiry
     nodes = np.fromiter(idle, dtype=np.intp, count=len(idle))
     nodes.sort()
     expiry = since[nodes] + timeout_s

@@ -60,59 +60,113 @@ class FCFSEasy(QueuePolicy):
             # matter only to a power manager that reads them.
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
         base = ReleaseMap(view, timeout_s, idle_nodes=order)
-        releases = base.copy()
-        for planned in out.start:
-            releases.occupy(planned.nodes, now + planned.job.reqtime_s)
-
+        ids, res, req = view.queue.fcfs_columns()
+        first_later = len(out.start) + 1
+        ids, res, req = ids[first_later:], res[first_later:], req[first_later:]
+        easy = _backfill_compiled if kernels.ENABLED else _backfill
+        picked = easy(view, base, out.start, first, idle, res, req)
+        head_nodes, head_start, positions, gangs = picked
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
         # is no reservation, so no backfilling and no plan in this pass.
-        pick = releases.select(first.res, now)
-        if pick is None:
+        if head_nodes is None:
             return out
-        head = Planned(first, pick[1], pick[0])
+        head = Planned(first, head_start, head_nodes)
+        for j, gang in zip(positions, gangs, strict=True):
+            out.start.append(Planned(view.queue.job(int(ids[j])), now, gang))
+        columns = (ids, res, req)
+        return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, positions))
 
-        n_nodes = view.cluster.n_nodes
-        reserved = np.zeros(n_nodes, dtype=bool)
-        reserved[head.nodes] = True
-        taken = np.zeros(n_nodes, dtype=bool)
-        backfilled: list[int] = []  # positions in the columns below
-        # Scan the later jobs in arrival order with array operations: a job
-        # starts now if it fits on idle nodes outside the head's reservation,
-        # or on idle nodes including reserved ones (necessarily, as there are
-        # too few others) when it ends by walltime before the head's start.
-        ids, res, req = view.queue.fcfs_columns()
-        first_later = len(out.start) + 1
-        ids, res = ids[first_later:], res[first_later:]
-        ends_in_time = now + req[first_later:] <= head.start_s + EPS
-        free = idle[~reserved[idle]]
-        p = 0
-        while p < len(ids) and len(idle):
-            fits = (res[p:] <= len(free)) | ((res[p:] <= len(idle)) & ends_in_time[p:])
-            j = int(np.argmax(fits))
-            if not fits[j]:
-                break
-            j += p
-            r = int(res[j])
-            # Both runs keep the idle order; taking a prefix of one removes
-            # scattered nodes from the other.
-            if r <= len(free):
-                nodes = free[:r]
-                free = free[r:]
-                taken[nodes] = True
-                idle = idle[~taken[idle]]
-            else:
-                nodes = idle[:r]
-                idle = idle[r:]
-                taken[nodes] = True
-                free = free[~taken[free]]
-            job = view.queue.job(int(ids[j]))
-            out.start.append(Planned(job, now, nodes))
-            backfilled.append(j)
-            p = j + 1
 
-        columns = (ids, res, req[first_later:])
-        return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, backfilled))
+def _backfill(view, base, started, first, idle, res, req):
+    """Reserve nodes for the head ``first`` and pick the later jobs that start now.
+
+    ``idle`` holds the idle nodes left after dispatch, in idle order; ``res``
+    and ``req`` the columns of the jobs after the head. Returns ``(head
+    nodes, head start, positions, nodes)``: head nodes ``None`` when the head
+    cannot be placed, else the backfilled jobs' positions in the columns and
+    their nodes.
+    """
+    now = view.now
+    releases = base.copy()
+    for planned in started:
+        releases.occupy(planned.nodes, now + planned.job.reqtime_s)
+    pick = releases.select(first.res, now)
+    if pick is None:
+        return None, None, [], []
+    head_nodes, head_start = pick
+
+    n_nodes = view.cluster.n_nodes
+    reserved = np.zeros(n_nodes, dtype=bool)
+    reserved[head_nodes] = True
+    taken = np.zeros(n_nodes, dtype=bool)
+    positions: list[int] = []
+    gangs: list[np.ndarray] = []
+    # Scan the later jobs in arrival order with array operations: a job
+    # starts now if it fits on idle nodes outside the head's reservation,
+    # or on idle nodes including reserved ones (necessarily, as there are
+    # too few others) when it ends by walltime before the head's start.
+    ends_in_time = now + req <= head_start + EPS
+    free = idle[~reserved[idle]]
+    p = 0
+    while p < len(res) and len(idle):
+        fits = (res[p:] <= len(free)) | ((res[p:] <= len(idle)) & ends_in_time[p:])
+        j = int(np.argmax(fits))
+        if not fits[j]:
+            break
+        j += p
+        r = int(res[j])
+        # Both runs keep the idle order; taking a prefix of one removes
+        # scattered nodes from the other.
+        if r <= len(free):
+            nodes = free[:r]
+            free = free[r:]
+            taken[nodes] = True
+            idle = idle[~taken[idle]]
+        else:
+            nodes = idle[:r]
+            idle = idle[r:]
+            taken[nodes] = True
+            free = free[~taken[free]]
+        positions.append(j)
+        gangs.append(nodes)
+        p = j + 1
+    return head_nodes, head_start, positions, gangs
+
+
+def _backfill_compiled(view, base, started, first, idle, res, req):
+    """:func:`_backfill` by the compiled kernel (the same choices)."""
+    started_nodes, started_ptr, started_req = _started_columns(started)
+    head_nodes, head_start, positions, nodes, ptr = kernels.backfill(
+        base.release,
+        base.base_j,
+        base.gap_w,
+        base.tie_key,
+        started_nodes,
+        started_ptr,
+        started_req,
+        view.now,
+        first.res,
+        np.asarray(idle, dtype=np.int64),
+        np.asarray(res, dtype=np.int64),
+        np.asarray(req, dtype=float),
+    )
+    if not len(head_nodes):
+        return None, None, [], []
+    bounds = ptr.tolist()
+    gangs = [nodes[bounds[k] : bounds[k + 1]] for k in range(len(positions))]
+    return head_nodes, head_start, positions.tolist(), gangs
+
+
+def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes (flat, with offsets) and walltimes of the jobs starting now."""
+    if not started:
+        return _NO_NODES, _NO_NODES, _NO_TIMES
+    started_nodes = np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in started])
+    started_ptr = np.zeros(len(started) + 1, dtype=np.int64)
+    np.cumsum([len(p.nodes) for p in started], out=started_ptr[1:])
+    started_req = np.array([p.job.reqtime_s for p in started], dtype=float)
+    return started_nodes, started_ptr, started_req
 
 
 def _plan_rest(view, base, started, head, columns, backfilled):
@@ -234,15 +288,7 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
 def _project_compiled(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
     """:func:`_project` by the compiled kernel (the same plan, made at once, handed out lazily)."""
     cluster = view.cluster
-    if started:
-        started_nodes = np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in started])
-        sizes = [len(p.nodes) for p in started]
-        started_ptr = np.zeros(len(started) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=started_ptr[1:])
-        started_req = np.array([p.job.reqtime_s for p in started], dtype=float)
-    else:
-        started_nodes = started_ptr = _NO_NODES
-        started_req = _NO_TIMES
+    started_nodes, started_ptr, started_req = _started_columns(started)
     ids, res, req = rest
     index, start, nodes, ptr = kernels.project(
         view.now,
@@ -272,7 +318,7 @@ def _project_compiled(view, base: ReleaseMap, started, head, rest) -> Iterator[P
         yield Planned(job, starts[k], nodes[bounds[k] : bounds[k + 1]])
 
 
-_NO_NODES = np.zeros(1, dtype=np.int64)
+_NO_NODES = np.zeros(1, dtype=np.int64)  # (offsets of zero jobs: [0])
 _NO_TIMES = np.empty(0)
 
 
