@@ -256,6 +256,16 @@ def _without(values, count, taken):
 
 
 @_jit
+def _take(values, count, r, out, taken):
+    """Move the first ``r`` of ``count`` values to ``out``, marking them taken; new count."""
+    out[:] = values[:r]
+    values[: count - r] = values[r:count]
+    for node in out:
+        taken[node] = True
+    return count - r
+
+
+@_jit
 def backfill(
     release,
     base_j,
@@ -318,18 +328,10 @@ def backfill(
         # Both runs keep the idle order; taking a prefix of one removes
         # scattered nodes from the other.
         if r <= n_free:
-            buf[start : start + r] = free[:r]
-            free[: n_free - r] = free[r:n_free]
-            n_free -= r
-            for node in buf[start : start + r]:
-                taken[node] = True
+            n_free = _take(free, n_free, r, buf[start : start + r], taken)
             n_idle = _without(rest, n_idle, taken)
         else:
-            buf[start : start + r] = rest[:r]
-            rest[: n_idle - r] = rest[r:n_idle]
-            n_idle -= r
-            for node in buf[start : start + r]:
-                taken[node] = True
+            n_idle = _take(rest, n_idle, r, buf[start : start + r], taken)
             n_free = _without(free, n_free, taken)
         positions[count] = j
         ptr[count + 1] = start + r
