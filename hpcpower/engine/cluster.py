@@ -26,6 +26,8 @@ IDLE = int(NodeState.IDLE)
 COMPUTING = int(NodeState.COMPUTING)
 SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
 _LEGAL = frozenset((int(a), int(b)) for a, b in TRANSITIONS)
+#: Gangs up to this size are updated node by node instead of by fancy indexing.
+_SMALL_GANG = 4
 
 
 class Cluster:
@@ -132,17 +134,27 @@ class Cluster:
         if members is not None:
             members.add(node)
 
-    def _move_many(self, nodes: np.ndarray, old: int, new: int) -> None:
-        now = self.env.now
+    def _move_many(self, nodes: np.ndarray, listed: list[int], old: int, new: int) -> None:
+        """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``."""
+        now = self.env._now
         since = self.since
         row = self._seconds[old]
-        row[nodes] += now - since[nodes]
-        since[nodes] = now
-        self.state[nodes] = new
-        k = len(nodes)
-        self.counts[old] -= k
-        self.counts[new] += k
-        listed = nodes.tolist()
+        k = len(listed)
+        if k <= _SMALL_GANG:
+            # Element by element is cheaper than fancy indexing for a few
+            # nodes, and adds the same float64 values.
+            state = self.state
+            for node in listed:
+                row[node] += now - since[node]
+                since[node] = now
+                state[node] = new
+        else:
+            row[nodes] += now - since[nodes]
+            since[nodes] = now
+            self.state[nodes] = new
+        counts = self.counts
+        counts[old] -= k
+        counts[new] += k
         members = self._members.get(old)
         if members is not None:
             members.difference_update(listed)
@@ -190,28 +202,48 @@ class Cluster:
         ``expected_end_s`` (start + walltime) is kept for planners.
         """
         gang = nodes if isinstance(nodes, np.ndarray) else np.fromiter(nodes, dtype=np.intp)
-        if len(gang) == 0:
+        if gang.dtype.kind not in "iu":
+            raise IllegalTransition(f"job {job_id}: node ids must be integers, got {gang!r}")
+        listed = gang.tolist()
+        if not listed:
             raise IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
-        busy = self.state[gang] != IDLE
-        if busy.any():
-            bad = int(gang[np.argmax(busy)])
+        idle = self.idle
+        if not idle.issuperset(listed):
+            bad = next(node for node in listed if node not in idle)
+            if not 0 <= bad < self.n_nodes:
+                raise IllegalTransition(f"job {job_id} cannot start on node {bad}: no such node")
             raise IllegalTransition(
                 f"job {job_id} cannot start on node {bad}: it is "
                 f"{STATE_LABELS[self.state[bad]]}, not idle, at t={self.env.now:g} s"
             )
-        listed = gang.tolist()
-        if len(set(listed)) != len(listed):
+        k = len(listed)
+        if k > 1 and len(set(listed)) != k:
             raise IllegalTransition(f"job {job_id}: node list has duplicates: {listed}")
-        self._move_many(gang, IDLE, COMPUTING)
-        self.job_on[gang] = job_id
-        self.expected_end_s[gang] = expected_end_s
+        self._move_many(gang, listed, IDLE, COMPUTING)
+        if k <= _SMALL_GANG:
+            job_on = self.job_on
+            expected_end = self.expected_end_s
+            for node in listed:
+                job_on[node] = job_id
+                expected_end[node] = expected_end_s
+        else:
+            self.job_on[gang] = job_id
+            self.expected_end_s[gang] = expected_end_s
         return gang
 
     def release(self, job_id: int, gang: np.ndarray) -> None:
         """Return a finished job's nodes to idle."""
-        self._move_many(gang, COMPUTING, IDLE)
-        self.job_on[gang] = -1
-        self.expected_end_s[gang] = np.nan
+        listed = gang.tolist()
+        self._move_many(gang, listed, COMPUTING, IDLE)
+        if len(listed) <= _SMALL_GANG:
+            job_on = self.job_on
+            expected_end = self.expected_end_s
+            for node in listed:
+                job_on[node] = -1
+                expected_end[node] = np.nan
+        else:
+            self.job_on[gang] = -1
+            self.expected_end_s[gang] = np.nan
 
     def _check(self, node: int, expected: int, action: str) -> None:
         if not 0 <= node < self.n_nodes:
