@@ -43,28 +43,31 @@ class JobQueue:
 
     def push(self, job: Job) -> None:
         """Add an arrived job."""
-        self._fcfs[job.id] = job
-        key = snf_key(job)
+        job_id = job.id
+        self._fcfs[job_id] = job
+        key = (job.res, job.reqtime_s, job_id)  # snf_key(job)
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
         self._snf_jobs.insert(i, job)
         if self._used == len(self._ids):
             self._compact(grow=True)
         k = self._used
-        self._ids[k] = job.id
+        self._ids[k] = job_id
         self._res[k] = job.res
         self._req[k] = job.reqtime_s
         self._alive[k] = True
-        self._slot[job.id] = k
-        self._used += 1
+        self._slot[job_id] = k
+        self._used = k + 1
 
     def remove(self, job: Job) -> None:
         """Take a job out (it starts)."""
-        del self._fcfs[job.id]
-        i = bisect.bisect_left(self._snf_keys, snf_key(job))
-        del self._snf_keys[i]
+        job_id = job.id
+        del self._fcfs[job_id]
+        keys = self._snf_keys
+        i = bisect.bisect_left(keys, (job.res, job.reqtime_s, job_id))
+        del keys[i]
         del self._snf_jobs[i]
-        self._alive[self._slot.pop(job.id)] = False
+        self._alive[self._slot.pop(job_id)] = False
 
     def _compact(self, grow: bool) -> None:
         keep = np.flatnonzero(self._alive[: self._used])
@@ -82,12 +85,9 @@ class JobQueue:
 
     def fcfs_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order."""
-        alive = self._alive[: self._used]
-        return (
-            self._ids[: self._used][alive],
-            self._res[: self._used][alive],
-            self._req[: self._used][alive],
-        )
+        used = self._used
+        alive = self._alive[:used]
+        return (self._ids[:used][alive], self._res[:used][alive], self._req[:used][alive])
 
     def job(self, job_id: int) -> Job:
         """The waiting job with this id."""
