@@ -23,6 +23,7 @@ integrated up to that instant.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -126,8 +127,16 @@ class Simulation:
         self._call_set: set[float] = set()
         self._first = True
         self._state_rows: list[tuple[float, int, int, int, int, int]] = []
+        self._last_counts: list[int] = []
         self._progress: Callable[[int], None] | None = None
         self._view = SystemView(0.0, self.cluster, self.queue, self.running)
+        # One event object carries every controller pass: at most one pass is
+        # pending at a time, and the event is never yielded by a process, so
+        # it is rescheduled instead of rebuilt (see :meth:`_request_pass`).
+        self._pass_event = event = simpy.Event(self.env)
+        event._ok = True
+        event._value = None
+        self._pass_callbacks = [self._pass]
         policy.reset(self.cluster)
         self.env.process(self._arrivals())
         self._request_pass()
@@ -137,21 +146,24 @@ class Simulation:
     # ----------------------------------------------------------- processes
     def _arrivals(self):
         env = self.env
+        timeout = env.timeout
         n_nodes = self.cluster.n_nodes
+        push = self.queue.push
         for job in self.workload.jobs:
-            if job.submit_s > env.now:
-                yield env.timeout(job.submit_s - env.now)
+            if job.submit_s > env._now:
+                yield timeout(job.submit_s - env._now)
             if job.res > n_nodes:
                 self.rejected[job.id] = f"requests {job.res} nodes, the platform has {n_nodes}"
                 self._account_done()
                 continue
-            self.queue.push(job)
+            push(job)
             self._arrived.append(job)
             self._wake("arrival")
 
     def _job(self, record: Running, duration: float):
-        yield self.env.timeout(duration)
-        now = self.env.now
+        env = self.env
+        yield env.timeout(duration)
+        now = env._now
         job = record.job
         self.cluster.release(job.id, record.nodes)
         record.finish_s = now
@@ -177,17 +189,22 @@ class Simulation:
     # ---------------------------------------------------------- controller
     def _wake(self, trigger: str) -> None:
         self._triggers.add(trigger)
-        self._request_pass()
+        if not self._pass_pending and not self.finished:
+            self._request_pass()
 
     def _request_pass(self) -> None:
+        """Schedule the controller pass at the current instant, after its events.
+
+        This is ``env.schedule(event, priority=CONTROLLER_PRIORITY)`` for the
+        reused pass event, written out to save a call and the event's creation.
+        """
         if self._pass_pending or self.finished:
             return
         self._pass_pending = True
-        event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
-        event.callbacks.append(self._pass)
-        self.env.schedule(event, priority=CONTROLLER_PRIORITY)
+        env = self.env
+        event = self._pass_event
+        event.callbacks = self._pass_callbacks
+        heapq.heappush(env._queue, (env._now, CONTROLLER_PRIORITY, next(env._eid), event))
 
     def _timer(self, at: float) -> None:
         if at in self._call_set:
@@ -208,12 +225,11 @@ class Simulation:
         if self.finished:
             return
         view = self._view
-        view.now = self.env.now
-        view.triggers = self._triggers
+        view.now = self.env._now
+        view.triggers = self.last_triggers = self._triggers
         view.arrived = self._arrived
         view.completed = self._completed
         view.first = self._first
-        self.last_triggers = view.triggers
         self._triggers = set()
         self._arrived = []
         self._completed = []
@@ -221,57 +237,75 @@ class Simulation:
         decision = self.policy.decide(view)
         self.passes += 1
         self.last_decision = decision
-        self._apply(decision)
-        if self.repeat_pass and (decision.start or decision.switch_on or decision.switch_off):
-            self._wake("commands")
+        if decision.start or decision.switch_off or decision.switch_on:
+            self._apply(decision)
+            if self.repeat_pass:
+                self._wake("commands")
+        if decision.call_at:
+            self._call_at(decision.call_at)
         if decision.note is not None:
             self.decisions.append(decision.note)
         self._record_states()
 
     def _apply(self, decision: Decision) -> None:
-        now = self.env.now
+        """Apply the starts, then the switch-offs, then the switch-ons."""
+        env = self.env
+        now = env._now
         cluster = self.cluster
+        queue = self.queue
+        waiting = queue._fcfs
+        unit_speed = cluster.unit_speed
         for job, nodes in decision.start:
-            if job not in self.queue:
+            job_id = job.id
+            if job_id not in waiting:
                 raise PolicyError(
-                    f"{self.policy.name}: asked to start job {job.id}, which is not waiting, "
+                    f"{self.policy.name}: asked to start job {job_id}, which is not waiting, "
                     f"at t={now:g} s"
                 )
             if len(nodes) != job.res:
                 raise PolicyError(
-                    f"{self.policy.name}: job {job.id} needs {job.res} nodes, "
+                    f"{self.policy.name}: job {job_id} needs {job.res} nodes, "
                     f"was given {len(nodes)} at t={now:g} s"
                 )
-            gang = cluster.allocate(job.id, nodes)
-            slowest = 1.0 if cluster.unit_speed else float(cluster.speed[gang].min())
-            cluster.expected_end_s[gang] = now + job.reqtime_s / slowest
-            self.queue.remove(job)
-            record = Running(job, now, gang)
-            self.running[job.id] = record
-            self.start_s[job.id] = now
-            self.gangs[job.id] = gang
             duration = job.runtime_s
             if self.kill_at_walltime:
                 duration = min(duration, job.reqtime_s)
-            if slowest != 1.0:
-                duration /= slowest
-            self.env.process(self._job(record, duration))
+            if unit_speed:
+                # Dividing by a speed of 1.0 changes nothing, so skip it.
+                gang = cluster.allocate(job_id, nodes, now + job.reqtime_s)
+            else:
+                gang = cluster.allocate(job_id, nodes)
+                slowest = float(cluster.speed[gang].min())
+                cluster.expected_end_s[gang] = now + job.reqtime_s / slowest
+                if slowest != 1.0:
+                    duration /= slowest
+            queue.remove(job)
+            record = Running(job, now, gang)
+            self.running[job_id] = record
+            self.start_s[job_id] = now
+            self.gangs[job_id] = gang
+            env.process(self._job(record, duration))
         for node in decision.switch_off:
             cluster.switch_off(node)
         for node in decision.switch_on:
             cluster.switch_on(node)
-        for at in decision.call_at:
+
+    def _call_at(self, times: list[float]) -> None:
+        now = self.env._now
+        for at in times:
             if at > now:
                 self._timer(at)
 
     def _record_states(self) -> None:
         counts = self.cluster.counts
-        row = (self.env.now, *counts)
+        now = self.env._now
         rows = self._state_rows
-        if rows and rows[-1][0] == row[0]:
-            rows[-1] = row
-        elif not rows or rows[-1][1:] != row[1:]:
-            rows.append(row)
+        if rows and rows[-1][0] == now:
+            rows[-1] = (now, *counts)
+            self._last_counts = counts.copy()
+        elif not rows or counts != self._last_counts:
+            rows.append((now, *counts))
+            self._last_counts = counts.copy()
 
     @classmethod
     def from_scenario(cls, path, **overrides: Any) -> Simulation:
@@ -316,22 +350,12 @@ class Simulation:
             self._progress = tick
         try:
             if until is not None:
-                step = self.env.step
-                try:
-                    while not self.finished and self.env.peek() < until:
-                        step()
-                except EmptySchedule:
-                    pass
+                self._process_events(until)
                 if not self.finished and until > self.env.now:
                     self.env.run(until=until)
                 return None
             if not self.finished:
-                step = self.env.step
-                try:
-                    while not self.finished:
-                        step()
-                except EmptySchedule:
-                    pass
+                self._process_events(math.inf)
                 if not self.finished:
                     raise PolicyError(
                         f"{self.policy.name}: the simulation stalled at t={self.env.now:g} s "
@@ -342,6 +366,27 @@ class Simulation:
                 bar.close()
                 self._progress = None
         return self.results()
+
+    def _process_events(self, until: float) -> None:
+        """Process events until the run finishes or the next event is not before ``until``.
+
+        The same as ``while not finished and env.peek() < until: env.step()``,
+        with ``Environment.step`` written out as the loop's body: it runs once
+        per event, and this loop is the run's innermost one.
+        """
+        env = self.env
+        queue = env._queue
+        pop = heapq.heappop
+        while not self.finished and queue and queue[0][0] < until:
+            env._now, _, _, event = pop(queue)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                # A failed event nobody handled: raise a copy, as simpy does.
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
 
     def step(self) -> Decision | None:
         """Advance to the end of the next controller pass and return its decision."""
