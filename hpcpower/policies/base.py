@@ -221,10 +221,11 @@ class Combined(Policy):
 
     def decide(self, view: SystemView) -> Decision:
         """Plan the queue, start what starts now, then manage power around the plan."""
-        schedule = self.queue_policy.schedule(view, self.power.timeout_s)
-        decision = Decision()
-        decision.start = [(p.job, p.nodes) for p in schedule.start]
-        self.power.manage(view, schedule, decision)
+        power = self.power
+        schedule = self.queue_policy.schedule(view, power.timeout_s)
+        starts = schedule.start
+        decision = Decision([(p.job, p.nodes) for p in starts] if starts else [])
+        power.manage(view, schedule, decision)
         # Only what the power manager read was planned: the rest is not needed.
         decision.plan = schedule.made
         return decision
