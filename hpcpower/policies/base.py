@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from hpcpower.engine.cluster import Cluster
 from hpcpower.engine.queue import JobQueue, Running
 from hpcpower.workload.job import Job
@@ -161,9 +163,28 @@ class Schedule:
         return self._made
 
     @property
-    def made(self) -> list[Planned]:
+    def made(self) -> Sequence[Planned]:
         """The part of the plan made so far."""
         return self._made
+
+    def first_appearances(self, nodes: set[int]) -> dict[int, float]:
+        """The first planned start of each of ``nodes`` that the plan uses.
+
+        Keys are in order of first appearance (plan order, then each entry's
+        node order). The plan is read only until every one of ``nodes``
+        appeared (or to its end).
+        """
+        found: dict[int, float] = {}
+        if not nodes:
+            return found
+        for planned in self.iter_plan():
+            start = planned.start_s
+            for node in np.asarray(planned.nodes).tolist():
+                if node in nodes and node not in found:
+                    found[node] = start
+            if len(found) == len(nodes):
+                break
+        return found
 
     def __repr__(self) -> str:
         return f"<Schedule start {len(self.start)} jobs, {len(self._made)} planned so far>"

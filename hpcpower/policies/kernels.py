@@ -696,3 +696,41 @@ def project(
         pos += size
         out_ptr[j + 1] = pos
     return out_index[:count][order], starts[order], out_nodes, out_ptr
+
+
+@_jit
+def first_appearances(nodes, ptr, wanted):
+    """First appearance of each ``wanted`` node in a plan held as ``nodes``/``ptr``.
+
+    Entry ``k`` of the plan uses ``nodes[ptr[k]:ptr[k + 1]]``. Returns
+    ``(found, entry, read)``: the wanted nodes that appear, in order of first
+    appearance, the entry of each, and how many entries were read (all, or up
+    to the one where the last wanted node appeared).
+    """
+    size = 0
+    for node in nodes:
+        size = max(size, node + 1)
+    missing = np.zeros(size, dtype=np.bool_)
+    remaining = 0
+    for node in wanted:
+        if node < size and not missing[node]:
+            missing[node] = True
+            remaining += 1
+    found = np.empty(remaining, dtype=np.int64)
+    entry = np.empty(remaining, dtype=np.int64)
+    count = 0
+    n_entries = len(ptr) - 1
+    if remaining < len(wanted):
+        remaining = -1  # some wanted node is not in the plan at all: read it all
+    for k in range(n_entries):
+        for q in range(ptr[k], ptr[k + 1]):
+            node = nodes[q]
+            if missing[node]:
+                missing[node] = False
+                found[count] = node
+                entry[count] = k
+                count += 1
+                remaining -= 1
+        if remaining == 0:
+            return found[:count], entry[:count], k + 1
+    return found[:count], entry[:count], n_entries

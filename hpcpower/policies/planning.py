@@ -25,10 +25,13 @@ on, other; then longest remaining idle timeout; then node id).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+
 import numpy as np
 
 from hpcpower.engine.cluster import COMPUTING, IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON
 from hpcpower.policies import kernels
+from hpcpower.policies.base import Planned, Schedule
 
 EPS = 1e-9
 _NO_NODES = np.zeros(0, dtype=np.int64)
@@ -711,3 +714,87 @@ def _holding(a_list: list[float], b_list: list[float], t: float) -> int:
         if a <= t < b_list[i]:
             return i
     return -1
+
+
+class ArraySchedule(Schedule):
+    """A schedule whose plan a compiled planner makes at once, into arrays.
+
+    ``compute()`` returns ``(job_at, starts, nodes, ptr)``: entry ``k`` of the
+    plan is job ``job_at(k)`` starting at ``starts[k]`` on
+    ``nodes[ptr[k]:ptr[k + 1]]`` (or ``None`` for no plan). It runs when the
+    plan is first read, and entries become :class:`Planned` objects only as
+    they are read, so a power manager that asks only
+    :meth:`first_appearances` pays for no Python object per queued job.
+    """
+
+    def __init__(self, start: list[Planned], compute: Callable[[], tuple | None]) -> None:
+        super().__init__(start)
+        self._compute: Callable[[], tuple | None] | None = compute
+        self._arrays: tuple | None = None
+        self._read = 0
+
+    def _load(self) -> tuple:
+        if self._arrays is None:
+            got = self._compute()
+            self._compute = None
+            if got is None:
+                got = (None, np.empty(0), _NO_NODES, np.zeros(1, dtype=np.int64))
+            job_at, starts, nodes, ptr = got
+            self._arrays = (job_at, starts.tolist(), nodes, ptr, ptr.tolist())
+        return self._arrays
+
+    def _entry(self, k: int) -> Planned:
+        made = self._made
+        job_at, starts, nodes, _, bounds = self._arrays
+        while len(made) <= k:
+            j = len(made)
+            made.append(Planned(job_at(j), starts[j], nodes[bounds[j] : bounds[j + 1]]))
+        return made[k]
+
+    def iter_plan(self) -> Iterator[Planned]:
+        """Planned jobs in planning order (starts never decrease)."""
+        starts = self._load()[1]
+        for k in range(len(starts)):
+            self._read = max(self._read, k + 1)
+            yield self._entry(k)
+
+    @property
+    def made(self) -> Sequence[Planned]:
+        """The part of the plan read so far (entries made when looked at)."""
+        return _Prefix(self, self._read)
+
+    def first_appearances(self, nodes: set[int]) -> dict[int, float]:
+        """As :meth:`Schedule.first_appearances`, from the arrays (one compiled scan)."""
+        if not nodes:
+            return {}
+        _, starts, flat, ptr, _ = self._load()
+        wanted = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
+        found, entry, read = kernels.first_appearances(flat, ptr, wanted)
+        self._read = max(self._read, read)
+        return dict(zip(found.tolist(), [starts[k] for k in entry.tolist()], strict=True))
+
+
+class _Prefix(Sequence):
+    """The first ``n`` entries of an :class:`ArraySchedule`'s plan, made when looked at."""
+
+    def __init__(self, schedule: ArraySchedule, n: int) -> None:
+        self._schedule = schedule
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("plan index out of range")
+        return self._schedule._entry(i)
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))

@@ -67,21 +67,12 @@ class IPM(PowerManager):
         # starts never decrease: read the plan until all of them appeared.
         wanted = set(sleeping)
         wanted.update(expired)
-        earliest: dict[int, float] = {}
-        first_start: dict[int, float] = {}
-        if wanted:
-            for planned in schedule.iter_plan():
-                start = planned.start_s
-                for node in np.asarray(planned.nodes).tolist():
-                    if node not in wanted or node in first_start:
-                        continue
-                    first_start[node] = start
-                    # (A sleeping node is planned at now + lead at the earliest;
-                    # with a zero lead that is now, and it is woken at once.)
-                    if node in sleeping:
-                        earliest[node] = start - lead[node]
-                if len(first_start) == len(wanted):
-                    break
+        first_start = schedule.first_appearances(wanted)
+        # (A sleeping node is planned at now + lead at the earliest; with a
+        # zero lead that is now, and it is woken at once.)
+        earliest = {
+            node: start - lead[node] for node, start in first_start.items() if node in sleeping
+        }
 
         # Nodes are woken in order of first appearance in the plan, and
         # switched off in the order they became idle, so that the duration

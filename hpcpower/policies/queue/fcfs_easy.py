@@ -28,7 +28,7 @@ import numpy as np
 
 from hpcpower.policies import kernels
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.planning import EPS, ReleaseMap, Timelines, idle_order
+from hpcpower.policies.planning import EPS, ArraySchedule, ReleaseMap, Timelines, idle_order
 
 
 class FCFSEasy(QueuePolicy):
@@ -58,6 +58,13 @@ class FCFSEasy(QueuePolicy):
         if view.queue.min_res() > len(idle):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
+            if kernels.ENABLED:
+                return ArraySchedule(
+                    out.start,
+                    lambda: _project_arrays(
+                        view, out.start, _later(view, timeout_s, out.start, k, order)
+                    ),
+                )
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
         base = ReleaseMap(view, timeout_s, idle_nodes=order)
         ids, res, req = view.queue.fcfs_columns()
@@ -75,6 +82,13 @@ class FCFSEasy(QueuePolicy):
         for j, gang in zip(positions, gangs, strict=True):
             out.start.append(Planned(view.queue.job(int(ids[j])), now, gang))
         columns = (ids, res, req)
+        if kernels.ENABLED:
+            return ArraySchedule(
+                out.start,
+                lambda: _project_arrays(
+                    view, out.start, (base, head, _unpicked(columns, positions))
+                ),
+            )
         return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, positions))
 
 
@@ -169,17 +183,22 @@ def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return started_nodes, started_ptr, started_req
 
 
+def _unpicked(columns, positions):
+    """The columns without the backfilled positions."""
+    keep = np.ones(len(columns[0]), dtype=bool)
+    keep[positions] = False
+    return tuple(c[keep] for c in columns)
+
+
 def _plan_rest(view, base, started, head, columns, backfilled):
     """Project the jobs after the head that were not backfilled, when first read."""
-    keep = np.ones(len(columns[0]), dtype=bool)
-    keep[backfilled] = False
-    yield from _project(view, base, started, head, tuple(c[keep] for c in columns))
+    yield from _project(view, base, started, head, _unpicked(columns, backfilled))
 
 
-def _plan_later(view, timeout_s, started, k, order):
-    """Reserve for the head (the ``k``-th waiting job) and project the queue, when first read.
+def _later(view, timeout_s, started, k, order):
+    """``(base, head, rest)`` when no later job can start now, or ``None``.
 
-    ``order`` is the pass's :func:`idle_order`.
+    The head is the ``k``-th waiting job; ``order`` the pass's :func:`idle_order`.
     """
     base = ReleaseMap(view, timeout_s, idle_nodes=order)
     releases = base.copy()
@@ -189,9 +208,16 @@ def _plan_later(view, timeout_s, started, k, order):
     first = view.queue.job(int(ids[k]))
     pick = releases.select(first.res, view.now)
     if pick is None:
-        return
+        return None
     head = Planned(first, pick[1], pick[0])
-    yield from _project(view, base, started, head, (ids[k + 1 :], res[k + 1 :], req[k + 1 :]))
+    return base, head, (ids[k + 1 :], res[k + 1 :], req[k + 1 :])
+
+
+def _plan_later(view, timeout_s, started, k, order):
+    """Reserve for the head and project the queue, when first read (see :func:`_later`)."""
+    got = _later(view, timeout_s, started, k, order)
+    if got is not None:
+        yield from _project(view, got[0], started, got[1], got[2])
 
 
 def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
@@ -214,9 +240,6 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
       smaller or shorter one, and gaps only shrink as jobs are placed, so
       this bound stays valid (if weaker) as placement goes on.
     """
-    if kernels.ENABLED:
-        yield from _project_compiled(view, base, started, head, rest)
-        return
     now = view.now
     queue = view.queue
     head_end = head.start_s + head.job.reqtime_s
@@ -285,8 +308,15 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
         done = i == n_rest
 
 
-def _project_compiled(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
-    """:func:`_project` by the compiled kernel (the same plan, made at once, handed out lazily)."""
+def _project_arrays(view, started, planned):
+    """:func:`_project` by the compiled kernel, as arrays for an :class:`ArraySchedule`.
+
+    ``started`` are the jobs starting now; ``planned`` is ``(base, head,
+    rest)`` as :func:`_project` takes them, or ``None`` for no plan.
+    """
+    if planned is None:
+        return None
+    base, head, rest = planned
     cluster = view.cluster
     started_nodes, started_ptr, started_req = _started_columns(started)
     ids, res, req = rest
@@ -311,11 +341,13 @@ def _project_compiled(view, base: ReleaseMap, started, head, rest) -> Iterator[P
         np.asarray(req, dtype=float),
     )
     job_of = view.queue.job
-    starts = start.tolist()
-    bounds = ptr.tolist()
-    for k, i in enumerate(index.tolist()):
-        job = head.job if i < 0 else job_of(int(ids[i]))
-        yield Planned(job, starts[k], nodes[bounds[k] : bounds[k + 1]])
+    positions = index.tolist()
+
+    def job_at(k: int):
+        i = positions[k]
+        return head.job if i < 0 else job_of(int(ids[i]))
+
+    return job_at, start, nodes, ptr
 
 
 _NO_NODES = np.zeros(1, dtype=np.int64)  # (offsets of zero jobs: [0])
