@@ -58,6 +58,16 @@ class _Checking(FCFSEasy):
         self.planned = 0
 
     def schedule(self, view, timeout_s):
+        # What IPM asks: the first appearance of the sleeping nodes (and of
+        # every node, which rarely all appear), and how much was read for it.
+        for wanted in (set(view.cluster.sleeping), set(range(view.cluster.n_nodes))):
+            answers = []
+            for compiled in (False, True):
+                with kernels.use(compiled):
+                    schedule = FCFSEasy.schedule(self, view, timeout_s)
+                    found = schedule.first_appearances(wanted)
+                    answers.append((list(found.items()), len(schedule.made)))
+            assert answers[0] == answers[1]
         with kernels.use(False):
             slow = FCFSEasy.schedule(self, view, timeout_s)
             slow_plan = slow.plan
