@@ -144,15 +144,25 @@ def _kth(values, k):
 def _cheapest_order(r, cost, key):
     """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
 
-    As :func:`hpcpower.policies.planning._cheapest_order`: with many
-    candidates only those at or below the ``r``-th cost are sorted.
+    As :func:`hpcpower.policies.planning._cheapest_order`. With many
+    candidates only ``r`` are sorted: every cost below the ``r``-th is taken,
+    in (cost, key) order, then the smallest keys among those tied at it.
     """
     m = len(cost)
-    if m <= 4 * r or m <= 128:
+    if m <= 32:
         return _argsort2(cost, key)[:r]
     cut = _kth(cost, r - 1)
-    chosen = np.flatnonzero(cost <= cut)
-    return chosen[_argsort2(cost[chosen], key[chosen])[:r]]
+    below = np.flatnonzero(cost < cut)
+    tied = np.flatnonzero(cost == cut)
+    need = r - len(below)
+    if len(tied) > need:
+        tied_keys = key[tied]
+        last = _kth(tied_keys, need - 1)
+        tied = tied[tied_keys <= last]
+    below = below[_argsort2(cost[below], key[below])]
+    tied_keys = key[tied]
+    tied = tied[_argsort2(tied_keys, tied_keys)]
+    return np.concatenate((below, tied))
 
 
 @_jit
