@@ -277,14 +277,20 @@ def _take(values, count, r, out, taken):
 
 @_jit
 def backfill(
-    release,
-    base_j,
-    gap_w,
-    tie_key,
+    now,
+    state,
+    since,
+    expected_end,
+    on_mean,
+    off_mean,
+    on_w,
+    off_w,
+    idle_w,
+    timeout_s,
+    order,
     started_nodes,
     started_ptr,
     started_req,
-    now,
     head_res,
     idle,
     later_res,
@@ -292,13 +298,39 @@ def backfill(
 ):
     """EASY's head reservation and backfilling of one pass (as ``FCFSEasy.schedule``).
 
-    ``idle`` holds the idle nodes left after dispatch, in idle order;
-    ``later_*`` the columns of the jobs after the head, in arrival order.
-    Returns ``(head nodes, head start, positions, nodes, ptr)``: the
-    backfilled jobs' positions in ``later_*`` and their nodes
-    (``nodes[ptr[k]:ptr[k + 1]]``); empty head nodes when the head cannot be
-    placed (then nothing is backfilled).
+    The release map is made here from the cluster arrays (as
+    :func:`release_map`, with ``order`` the pass's idle order). ``idle``
+    holds the idle nodes left after dispatch, in idle order; ``later_*`` the
+    columns of the jobs after the head, in arrival order. Returns ``((head
+    nodes, head start, positions, nodes, ptr), release map)``: the backfilled
+    jobs' positions in ``later_*`` and their nodes (``nodes[ptr[k]:ptr[k +
+    1]]``), empty head nodes when the head cannot be placed (then nothing is
+    backfilled); and the arrays :func:`release_map` returns.
     """
+    arrays = release_map(
+        now,
+        state,
+        since,
+        expected_end,
+        on_mean,
+        off_mean,
+        on_w,
+        off_w,
+        idle_w,
+        True,
+        timeout_s,
+        order,
+    )
+    return _backfill(
+        arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
+    ), arrays
+
+
+@_jit
+def _backfill(
+    arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
+):
+    release, base_j, _, gap_w, tie_key = arrays
     rel = release.copy()
     for k in range(len(started_req)):
         finish = now + started_req[k]

@@ -66,12 +66,16 @@ class FCFSEasy(QueuePolicy):
                     ),
                 )
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
-        base = ReleaseMap(view, timeout_s, idle_nodes=order)
         ids, res, req = view.queue.fcfs_columns()
         first_later = len(out.start) + 1
         ids, res, req = ids[first_later:], res[first_later:], req[first_later:]
-        easy = _backfill_compiled if kernels.ENABLED else _backfill
-        picked = easy(view, base, out.start, first, idle, res, req)
+        if kernels.ENABLED:
+            base, picked = _backfill_compiled(
+                view, timeout_s, order, out.start, first, idle, res, req
+            )
+        else:
+            base = ReleaseMap(view, timeout_s, idle_nodes=order)
+            picked = _backfill(view, base, out.start, first, idle, res, req)
         head_nodes, head_start, positions, gangs = picked
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
@@ -148,28 +152,37 @@ def _backfill(view, base, started, first, idle, res, req):
     return head_nodes, head_start, positions, gangs
 
 
-def _backfill_compiled(view, base, started, first, idle, res, req):
-    """:func:`_backfill` by the compiled kernel (the same choices)."""
+def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
+    """:func:`_backfill` by the compiled kernel (the same choices), and the release map."""
+    cluster = view.cluster
     started_nodes, started_ptr, started_req = _started_columns(started)
-    head_nodes, head_start, positions, nodes, ptr = kernels.backfill(
-        base.release,
-        base.base_j,
-        base.gap_w,
-        base.tie_key,
+    picked, arrays = kernels.backfill(
+        view.now,
+        cluster.state,
+        cluster.since,
+        cluster.expected_end_s,
+        cluster.switch_on_mean_s,
+        cluster.switch_off_mean_s,
+        cluster.switching_on_w,
+        cluster.switching_off_w,
+        cluster.idle_w,
+        np.nan if timeout_s is None else float(timeout_s),
+        np.asarray(order, dtype=np.int64),
         started_nodes,
         started_ptr,
         started_req,
-        view.now,
         first.res,
         np.asarray(idle, dtype=np.int64),
         np.asarray(res, dtype=np.int64),
         np.asarray(req, dtype=float),
     )
+    base = ReleaseMap.from_arrays(view, timeout_s, arrays)
+    head_nodes, head_start, positions, nodes, ptr = picked
     if not len(head_nodes):
-        return None, None, [], []
+        return base, (None, None, [], [])
     bounds = ptr.tolist()
     gangs = [nodes[bounds[k] : bounds[k + 1]] for k in range(len(positions))]
-    return head_nodes, head_start, positions.tolist(), gangs
+    return base, (head_nodes, head_start, positions.tolist(), gangs)
 
 
 def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
