@@ -184,25 +184,16 @@ def select(release, base_j, gap_w, tie_key, r, min_start):
 
 
 @_jit
-def release_map(
-    now,
-    state,
-    since,
-    expected_end,
-    on_mean,
-    off_mean,
-    on_w,
-    off_w,
-    idle_w,
-    overrun_inf,
-    timeout_s,
-    idle_nodes,
-):
+def release_map(now, nodes, overrun_inf, timeout_s, idle_nodes):
     """The arrays of :class:`ReleaseMap`: ``(release, base_j, no_gap, gap_w, tie_key)``.
 
-    ``timeout_s`` is nan for no timeout; ``idle_nodes`` the pass's
-    :func:`idle_order` (read only when there is a timeout and two idle nodes).
+    ``nodes`` holds the cluster's arrays ``(state, since, expected_end,
+    on_mean, off_mean, on_w, off_w, idle_w)`` (see
+    :func:`hpcpower.policies.planning.node_arrays`); ``timeout_s`` is nan for
+    no timeout; ``idle_nodes`` the pass's :func:`idle_order` (read only when
+    there is a timeout and two idle nodes).
     """
+    state, since, expected_end, on_mean, off_mean, on_w, off_w, idle_w = nodes
     n = len(state)
     release = np.full(n, now)
     base = np.zeros(n)
@@ -278,14 +269,7 @@ def _take(values, count, r, out, taken):
 @_jit
 def backfill(
     now,
-    state,
-    since,
-    expected_end,
-    on_mean,
-    off_mean,
-    on_w,
-    off_w,
-    idle_w,
+    nodes,
     timeout_s,
     order,
     started_nodes,
@@ -307,20 +291,7 @@ def backfill(
     1]]``), empty head nodes when the head cannot be placed (then nothing is
     backfilled); and the arrays :func:`release_map` returns.
     """
-    arrays = release_map(
-        now,
-        state,
-        since,
-        expected_end,
-        on_mean,
-        off_mean,
-        on_w,
-        off_w,
-        idle_w,
-        True,
-        timeout_s,
-        order,
-    )
+    arrays = release_map(now, nodes, True, timeout_s, order)
     return _backfill(
         arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
     ), arrays

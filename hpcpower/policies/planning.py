@@ -65,6 +65,24 @@ def idle_order(cluster, now: float, timeout_s: float | None) -> np.ndarray:
     return idle[np.argsort(rank, kind="stable")]
 
 
+def node_arrays(cluster) -> tuple[np.ndarray, ...]:
+    """The cluster's arrays a release map is made from, as the kernels take them.
+
+    ``(state, since, expected_end_s, switch_on_mean_s, switch_off_mean_s,
+    switching_on_w, switching_off_w, idle_w)``.
+    """
+    return (
+        cluster.state,
+        cluster.since,
+        cluster.expected_end_s,
+        cluster.switch_on_mean_s,
+        cluster.switch_off_mean_s,
+        cluster.switching_on_w,
+        cluster.switching_off_w,
+        cluster.idle_w,
+    )
+
+
 class ReleaseMap:
     """Release times and selection data for every node at one pass.
 
@@ -112,14 +130,7 @@ class ReleaseMap:
                 idle_nodes = idle_order(cluster, now, timeout_s)
             self.release, self.base_j, self.no_gap, self.gap_w, self.tie_key = kernels.release_map(
                 now,
-                state,
-                since,
-                cluster.expected_end_s,
-                cluster.switch_on_mean_s,
-                cluster.switch_off_mean_s,
-                cluster.switching_on_w,
-                cluster.switching_off_w,
-                cluster.idle_w,
+                node_arrays(cluster),
                 overrun_release == "inf",
                 np.nan if timeout_s is None else float(timeout_s),
                 _NO_NODES if idle_nodes is None else np.asarray(idle_nodes, dtype=np.int64),

@@ -28,7 +28,14 @@ import numpy as np
 
 from hpcpower.policies import kernels
 from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.planning import EPS, ArraySchedule, ReleaseMap, Timelines, idle_order
+from hpcpower.policies.planning import (
+    EPS,
+    ArraySchedule,
+    ReleaseMap,
+    Timelines,
+    idle_order,
+    node_arrays,
+)
 
 
 class FCFSEasy(QueuePolicy):
@@ -158,14 +165,7 @@ def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
     started_nodes, started_ptr, started_req = _started_columns(started)
     picked, arrays = kernels.backfill(
         view.now,
-        cluster.state,
-        cluster.since,
-        cluster.expected_end_s,
-        cluster.switch_on_mean_s,
-        cluster.switch_off_mean_s,
-        cluster.switching_on_w,
-        cluster.switching_off_w,
-        cluster.idle_w,
+        node_arrays(cluster),
         np.nan if timeout_s is None else float(timeout_s),
         np.asarray(order, dtype=np.int64),
         started_nodes,
