@@ -3,7 +3,9 @@
 Processes:
 
 * one **node** process per node (timed switch-on / switch-off);
-* one **arrival** process that submits jobs at their submit times;
+* **arrivals**: one event, rescheduled from submit time to submit time,
+  whose callback submits the jobs due (what a process waiting on a timeout
+  per submit time does, without resuming a generator);
 * one **job** process per started job, holding its gang of nodes for its
   duration and releasing it at the end;
 * the **controller**: every scheduler event (arrival, completion, end of a
@@ -138,27 +140,45 @@ class Simulation:
         event._value = None
         self._pass_callbacks = [self._pass]
         policy.reset(self.cluster)
-        self.env.process(self._arrivals())
+        # Arrivals start at time 0 before the first pass, as a process would.
+        self._next_job = 0
+        self._arrival_event = event = simpy.Event(self.env)
+        event._ok = True
+        event._value = None
+        self._arrival_callbacks = [self._arrive]
+        self._schedule_arrival(simpy.events.URGENT, 0)
         self._request_pass()
         if n == 0:
             self._finish()
 
     # ----------------------------------------------------------- processes
-    def _arrivals(self):
+    def _schedule_arrival(self, priority: int, delay: float) -> None:
         env = self.env
-        timeout = env.timeout
+        event = self._arrival_event
+        event.callbacks = self._arrival_callbacks
+        heapq.heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+
+    def _arrive(self, _event) -> None:
+        """Submit the jobs due now and schedule the next submit time."""
+        now = self.env._now
+        jobs = self.workload.jobs
         n_nodes = self.cluster.n_nodes
-        push = self.queue.push
-        for job in self.workload.jobs:
-            if job.submit_s > env._now:
-                yield timeout(job.submit_s - env._now)
+        i = self._next_job
+        while i < len(jobs):
+            job = jobs[i]
+            if job.submit_s > now:
+                self._next_job = i
+                self._schedule_arrival(simpy.events.NORMAL, job.submit_s - now)
+                return
+            i += 1
             if job.res > n_nodes:
                 self.rejected[job.id] = f"requests {job.res} nodes, the platform has {n_nodes}"
                 self._account_done()
                 continue
-            push(job)
+            self.queue.push(job)
             self._arrived.append(job)
             self._wake("arrival")
+        self._next_job = i
 
     def _job(self, record: Running, duration: float):
         env = self.env
