@@ -2,7 +2,9 @@
 
 Prints one line per run: simulated jobs, wall and CPU time of
 ``Simulation.run()`` (loading the trace and building the simulation are
-excluded and shown apart), and peak memory of the process. On a busy machine
+excluded and shown apart), and peak memory of the process. The planning
+kernels (``pip install -e ".[fast]"``) are loaded, or compiled, before the
+first timed run; ``HPCPOWER_KERNELS=numpy`` times the numpy path instead. On a busy machine
 the CPU time is the fairer figure. Run from the project root:
 
     python benchmarks/bench_baselines.py            # everything (a few minutes)
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
+from hpcpower.policies import kernels
 
 DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
 
@@ -69,11 +72,22 @@ def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> d
     return row
 
 
+def warm_up() -> None:
+    """Load (or compile) the planning kernels before timing: start-up is not measured."""
+    workload = load_workload(DATA / PAPER_64[0])
+    workload.jobs = workload.jobs[:300]
+    for plat in ("aoba-64", "aoba-1152"):
+        for policy in ("fcfs-easy-ipm", "fcfs-easy", "snf-ipm"):
+            Simulation(load_platform(plat), workload, make_policy(policy), seed=42).run()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64-node paper cases only")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {platform.machine()}, {platform.processor() or ''}")
+    print(f"planning kernels: {'compiled (numba)' if kernels.ENABLED else 'numpy'}")
+    warm_up()
     for name in PAPER_64:
         for policy in ("fcfs-easy-ipm", "snf-ipm"):
             bench(name, "aoba-64", policy)
