@@ -141,6 +141,35 @@ def _kth(values, k):
 
 # ------------------------------------------------------------ node choice
 @_jit
+def _order_small(primary, secondary):
+    """:func:`_argsort2` by insertion (fewer allocations; for a few dozen values)."""
+    m = len(primary)
+    idx = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        a = i
+        j = i - 1
+        while j >= 0:
+            b = idx[j]
+            if primary[a] < primary[b] or (
+                primary[a] == primary[b] and secondary[a] < secondary[b]
+            ):
+                idx[j + 1] = b
+                j -= 1
+            else:
+                break
+        idx[j + 1] = a
+    return idx
+
+
+@_jit
+def _order(primary, secondary):
+    """Stable order of positions by ``(primary, secondary)``."""
+    if len(primary) <= 32:
+        return _order_small(primary, secondary)
+    return _argsort2(primary, secondary)
+
+
+@_jit
 def _cheapest_order(r, cost, key):
     """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
 
@@ -150,19 +179,47 @@ def _cheapest_order(r, cost, key):
     """
     m = len(cost)
     if m <= 32:
-        return _argsort2(cost, key)[:r]
+        return _order_small(cost, key)[:r]
     cut = _kth(cost, r - 1)
-    below = np.flatnonzero(cost < cut)
-    tied = np.flatnonzero(cost == cut)
-    need = r - len(below)
-    if len(tied) > need:
-        tied_keys = key[tied]
+    n_below = 0
+    n_tied = 0
+    for i in range(m):
+        if cost[i] < cut:
+            n_below += 1
+        elif cost[i] == cut:
+            n_tied += 1
+    below = np.empty(n_below, dtype=np.int64)
+    tied = np.empty(n_tied, dtype=np.int64)
+    tied_keys = np.empty(n_tied, dtype=key.dtype)
+    n_below = 0
+    n_tied = 0
+    for i in range(m):
+        if cost[i] < cut:
+            below[n_below] = i
+            n_below += 1
+        elif cost[i] == cut:
+            tied[n_tied] = i
+            tied_keys[n_tied] = key[i]
+            n_tied += 1
+    need = r - n_below
+    out = np.empty(r, dtype=np.int64)
+    order = _order(cost[below], key[below])
+    for j in range(n_below):
+        out[j] = below[order[j]]
+    if n_tied > need:
         last = _kth(tied_keys, need - 1)
-        tied = tied[tied_keys <= last]
-    below = below[_argsort2(cost[below], key[below])]
-    tied_keys = key[tied]
-    tied = tied[_argsort2(tied_keys, tied_keys)]
-    return np.concatenate((below, tied))
+        keep = 0
+        for j in range(n_tied):
+            if tied_keys[j] <= last:
+                tied[keep] = tied[j]
+                tied_keys[keep] = tied_keys[j]
+                keep += 1
+        tied = tied[:keep]
+        tied_keys = tied_keys[:keep]
+    order = _order(tied_keys, tied_keys)
+    for j in range(len(tied)):
+        out[n_below + j] = tied[order[j]]
+    return out
 
 
 @_jit
@@ -178,9 +235,21 @@ def select(release, base_j, gap_w, tie_key, r, min_start):
     if kth == INF:
         return np.empty(0, dtype=np.int64), np.nan
     start = min_start if min_start >= kth else kth
-    eligible = np.flatnonzero(release <= start)
-    cost = base_j[eligible] + gap_w[eligible] * (start - release[eligible])
-    return eligible[_cheapest_order(r, cost, tie_key[eligible])], start
+    k = 0
+    for i in range(m):
+        if release[i] <= start:
+            k += 1
+    eligible = np.empty(k, dtype=np.int64)
+    cost = np.empty(k)
+    key = np.empty(k, dtype=tie_key.dtype)
+    k = 0
+    for i in range(m):
+        if release[i] <= start:
+            eligible[k] = i
+            cost[k] = base_j[i] + gap_w[i] * (start - release[i])
+            key[k] = tie_key[i]
+            k += 1
+    return eligible[_cheapest_order(r, cost, key)], start
 
 
 @_jit
