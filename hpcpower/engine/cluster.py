@@ -98,6 +98,11 @@ class Cluster:
         self.sleeping: set[int] = all_nodes.copy() if initial_state == NodeState.SLEEPING else set()
         self.switching_on: set[int] = set()
         self.switching_off: set[int] = set()
+        #: Idle nodes in the order they became idle, each with that time (its
+        #: ``since``): the oldest first, so idle timeouts expire in this order.
+        self.idle_since: dict[int, float] = (
+            dict.fromkeys(range(n), float(env.now)) if initial_state == NodeState.IDLE else {}
+        )
         self._members = {
             IDLE: self.idle,
             SLEEPING: self.sleeping,
@@ -133,6 +138,10 @@ class Cluster:
         members = self._members.get(new)
         if members is not None:
             members.add(node)
+        if old == IDLE:
+            del self.idle_since[node]
+        elif new == IDLE:
+            self.idle_since[node] = now
 
     def _move_many(self, nodes: np.ndarray, listed: list[int], old: int, new: int) -> None:
         """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``."""
@@ -161,6 +170,12 @@ class Cluster:
         members = self._members.get(new)
         if members is not None:
             members.update(listed)
+        if old == IDLE:
+            idle_since = self.idle_since
+            for node in listed:
+                del idle_since[node]
+        elif new == IDLE:
+            self.idle_since.update(dict.fromkeys(listed, now))
 
     # --------------------------------------------------------------- commands
     def switch_on(self, node: int) -> float:

@@ -51,16 +51,13 @@ class IPM(PowerManager):
 
         # Idle nodes not starting a job in this pass, and which of them expired
         # (oldest idle first, then by id) or expire next.
-        idle = cluster.idle
-        if schedule.start and idle:
-            taken: set[int] = set()
-            for planned in schedule.start:
-                taken.update(np.asarray(planned.nodes).tolist())
-            idle = idle - taken
+        taken: set[int] = set()
+        for planned in schedule.start:
+            taken.update(np.asarray(planned.nodes).tolist())
         expired: list[int] = []
         next_expiry = None
-        if self.timeout_s is not None and idle:
-            expired, next_expiry = _expiries(cluster.since, idle, self.timeout_s, now)
+        if self.timeout_s is not None:
+            expired, next_expiry = _expiries(cluster.idle_since, taken, self.timeout_s, now)
 
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
@@ -118,31 +115,25 @@ class IPM(PowerManager):
 
 
 def _expiries(
-    since: np.ndarray, idle: set[int], timeout_s: float, now: float
+    idle_since: dict[int, float], taken: set[int], timeout_s: float, now: float
 ) -> tuple[list[int], float | None]:
     """Expired idle nodes (oldest idle first, then by id) and the next future expiry.
 
-    A node expires at ``since + timeout_s`` and has expired when ``now`` is
-    at or past that instant.
+    ``idle_since`` lists the idle nodes in the order they became idle (the
+    cluster's :attr:`~hpcpower.engine.cluster.Cluster.idle_since`), so
+    expiries never decrease along it and the scan stops at the first node
+    not yet expired; nodes in ``taken`` (starting a job now) are skipped. A
+    node expires at ``since + timeout_s`` and has expired when ``now`` is at
+    or past that instant.
     """
-    if len(idle) <= 64:
-        # Few nodes: Python floats are cheaper than array operations.
-        nodes = list(idle)
-        expired = []
-        next_expiry = None
-        for node, began in zip(nodes, since[nodes].tolist(), strict=True):
-            expiry = began + timeout_s
-            if now >= expiry:
-                expired.append((began, node))
-            elif next_expiry is None or expiry < next_expiry:
-                next_expiry = expiry
-        expired.sort()
-        return [node for _, node in expired], next_expiry
-    nodes = np.fromiter(idle, dtype=np.intp, count=len(idle))
-    nodes.sort()
-    expiry = since[nodes] + timeout_s
-    done = now >= expiry
-    expired = nodes[done]
-    expired = expired[np.argsort(since[expired], kind="stable")].tolist()
-    later = expiry[~done]
-    return expired, float(later.min()) if len(later) else None
+    expired = []
+    for node, since in idle_since.items():
+        if node in taken:
+            continue
+        expiry = since + timeout_s
+        if now < expiry:
+            expired.sort()
+            return [node for _, node in expired], expiry
+        expired.append((since, node))
+    expired.sort()
+    return [node for _, node in expired], None
