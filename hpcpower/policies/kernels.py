@@ -645,6 +645,24 @@ def project(
     (ties in placement order), ``index`` -1 for the head and else the job's
     position in ``rest_*``.
     """
+    return _project(
+        now,
+        (state, since, on_mean),
+        (release, base_j, gap_w, no_gap, idle_w, tie_key),
+        (started_nodes, started_ptr, started_req),
+        (head_nodes, head_start, head_req),
+        (rest_res, rest_req),
+    )
+
+
+@_jit
+def _project(now, cluster, rm, started, head, rest):
+    """:func:`project` with its arguments grouped (for calls from other kernels)."""
+    state, since, on_mean = cluster
+    release, base_j, gap_w, no_gap, idle_w, tie_key = rm
+    started_nodes, started_ptr, started_req = started
+    head_nodes, head_start, head_req = head
+    rest_res, rest_req = rest
     n = len(state)
     # Timelines at the start of the pass: at most one busy block per node.
     width = 4
@@ -816,3 +834,50 @@ def first_appearances(nodes, ptr, wanted):
         if remaining == 0:
             return found[:count], entry[:count], k + 1
     return found[:count], entry[:count], n_entries
+
+
+@_jit
+def plan_later(
+    now,
+    nodes,
+    timeout_s,
+    order,
+    started_nodes,
+    started_ptr,
+    started_req,
+    head_res,
+    head_req,
+    rest_res,
+    rest_req,
+):
+    """Reserve for the head and project the rest, when no later job can start now.
+
+    One call for ``fcfs_easy._later`` and :func:`project`: the release map
+    (as :func:`release_map` with ``order`` the pass's idle order), the
+    head's reservation on it after the jobs starting now, then the
+    projection. Returns :func:`project`'s arrays, with the head's nodes
+    first in ``nodes`` when it is placed, or empty arrays when it cannot be.
+    """
+    state, since, _, on_mean, _, _, _, idle_w = nodes
+    release, base_j, no_gap, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
+    rel = release.copy()
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            rel[node] = finish
+    head, head_start = select(rel, base_j, gap_w, tie_key, head_res, now)
+    if len(head) == 0:
+        return (
+            np.empty(0, dtype=np.int64),
+            np.empty(0),
+            np.empty(0, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+        )
+    return _project(
+        now,
+        (state, since, on_mean),
+        (release, base_j, gap_w, no_gap, idle_w, tie_key),
+        (started_nodes, started_ptr, started_req),
+        (head, head_start, head_req),
+        (rest_res, rest_req),
+    )

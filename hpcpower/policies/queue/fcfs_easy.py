@@ -67,10 +67,7 @@ class FCFSEasy(QueuePolicy):
             # matter only to a power manager that reads them.
             if kernels.ENABLED:
                 return ArraySchedule(
-                    out.start,
-                    lambda: _project_arrays(
-                        view, out.start, _later(view, timeout_s, out.start, k, order)
-                    ),
+                    out.start, lambda: _plan_later_arrays(view, timeout_s, out.start, k, order)
                 )
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
         ids, res, req = view.queue.fcfs_columns()
@@ -161,16 +158,8 @@ def _backfill(view, base, started, first, idle, res, req):
 
 def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
     """:func:`_backfill` by the compiled kernel (the same choices), and the release map."""
-    cluster = view.cluster
-    started_nodes, started_ptr, started_req = _started_columns(started)
     picked, arrays = kernels.backfill(
-        view.now,
-        node_arrays(cluster),
-        np.nan if timeout_s is None else float(timeout_s),
-        np.asarray(order, dtype=np.int64),
-        started_nodes,
-        started_ptr,
-        started_req,
+        *_pass_arrays(view, timeout_s, order, started),
         first.res,
         np.asarray(idle, dtype=np.int64),
         np.asarray(res, dtype=np.int64),
@@ -183,6 +172,21 @@ def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
     bounds = ptr.tolist()
     gangs = [nodes[bounds[k] : bounds[k + 1]] for k in range(len(positions))]
     return base, (head_nodes, head_start, positions.tolist(), gangs)
+
+
+def _pass_arrays(view, timeout_s, order, started) -> tuple:
+    """The leading arguments of the pass kernels.
+
+    Now, the node arrays, the timeout (nan for none), the idle order and the
+    jobs starting now (nodes, offsets, walltimes).
+    """
+    return (
+        view.now,
+        node_arrays(view.cluster),
+        np.nan if timeout_s is None else float(timeout_s),
+        np.asarray(order, dtype=np.int64),
+        *_started_columns(started),
+    )
 
 
 def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -353,14 +357,35 @@ def _project_arrays(view, started, planned):
         np.asarray(res, dtype=np.int64),
         np.asarray(req, dtype=float),
     )
+    return _jobs_of(view, head.job, ids, index), start, nodes, ptr
+
+
+def _plan_later_arrays(view, timeout_s, started, k, order):
+    """:func:`_plan_later` by one compiled call, as arrays for an :class:`ArraySchedule`."""
+    ids, res, req = view.queue.fcfs_columns()
+    head = view.queue.job(int(ids[k]))
+    index, start, nodes, ptr = kernels.plan_later(
+        *_pass_arrays(view, timeout_s, order, started),
+        head.res,
+        float(head.reqtime_s),
+        np.asarray(res[k + 1 :], dtype=np.int64),
+        np.asarray(req[k + 1 :], dtype=float),
+    )
+    if not len(index):
+        return None
+    return _jobs_of(view, head, ids[k + 1 :], index), start, nodes, ptr
+
+
+def _jobs_of(view, head, ids, index):
+    """``job_at(k)``: the job of plan entry ``k`` (``index`` -1: the head, else ``ids[index]``)."""
     job_of = view.queue.job
     positions = index.tolist()
 
     def job_at(k: int):
         i = positions[k]
-        return head.job if i < 0 else job_of(int(ids[i]))
+        return head if i < 0 else job_of(int(ids[i]))
 
-    return job_at, start, nodes, ptr
+    return job_at
 
 
 _NO_NODES = np.zeros(1, dtype=np.int64)  # (offsets of zero jobs: [0])
