@@ -190,7 +190,7 @@ def _cheapest_order(r, cost, key):
             n_tied += 1
     below = np.empty(n_below, dtype=np.int64)
     tied = np.empty(n_tied, dtype=np.int64)
-    tied_keys = np.empty(n_tied, dtype=key.dtype)
+    tied_keys = np.empty(n_tied, dtype=np.int64)
     n_below = 0
     n_tied = 0
     for i in range(m):
@@ -241,7 +241,7 @@ def select(release, base_j, gap_w, tie_key, r, min_start):
             k += 1
     eligible = np.empty(k, dtype=np.int64)
     cost = np.empty(k)
-    key = np.empty(k, dtype=tie_key.dtype)
+    key = np.empty(k, dtype=np.int64)
     k = 0
     for i in range(m):
         if release[i] <= start:
