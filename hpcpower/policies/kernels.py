@@ -170,16 +170,15 @@ def _order(primary, secondary):
 
 
 @_jit
-def _cheapest_order(r, cost, key):
-    """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
+def _cheapest(r, cost, key):
+    """Positions of the ``r`` smallest by ``(cost, key)``, in no particular order (keys distinct).
 
-    As :func:`hpcpower.policies.planning._cheapest_order`. With many
-    candidates only ``r`` are sorted: every cost below the ``r``-th is taken,
-    in (cost, key) order, then the smallest keys among those tied at it.
+    Every cost below the ``r``-th smallest is taken, then the smallest keys
+    among those tied at it; nothing is sorted.
     """
     m = len(cost)
-    if m <= 32:
-        return _order_small(cost, key)[:r]
+    if m <= r:
+        return np.arange(m)
     cut = _kth(cost, r - 1)
     n_below = 0
     n_tied = 0
@@ -188,43 +187,50 @@ def _cheapest_order(r, cost, key):
             n_below += 1
         elif cost[i] == cut:
             n_tied += 1
-    below = np.empty(n_below, dtype=np.int64)
+    out = np.empty(r, dtype=np.int64)
     tied = np.empty(n_tied, dtype=np.int64)
     tied_keys = np.empty(n_tied, dtype=np.int64)
     n_below = 0
     n_tied = 0
     for i in range(m):
         if cost[i] < cut:
-            below[n_below] = i
+            out[n_below] = i
             n_below += 1
         elif cost[i] == cut:
             tied[n_tied] = i
             tied_keys[n_tied] = key[i]
             n_tied += 1
     need = r - n_below
-    out = np.empty(r, dtype=np.int64)
-    order = _order(cost[below], key[below])
-    for j in range(n_below):
-        out[j] = below[order[j]]
-    if n_tied > need:
-        last = _kth(tied_keys, need - 1)
-        keep = 0
-        for j in range(n_tied):
-            if tied_keys[j] <= last:
-                tied[keep] = tied[j]
-                tied_keys[keep] = tied_keys[j]
-                keep += 1
-        tied = tied[:keep]
-        tied_keys = tied_keys[:keep]
-    order = _order(tied_keys, tied_keys)
-    for j in range(len(tied)):
-        out[n_below + j] = tied[order[j]]
+    last = _kth(tied_keys, need - 1) if n_tied > need else tied_keys.max()
+    for j in range(n_tied):
+        if tied_keys[j] <= last:
+            out[n_below] = tied[j]
+            n_below += 1
     return out
+
+
+@_jit
+def _cheapest_order(r, cost, key):
+    """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
+
+    As :func:`hpcpower.policies.planning._cheapest_order`; only the ``r``
+    chosen are sorted.
+    """
+    if len(cost) <= 32:
+        return _order_small(cost, key)[:r]
+    chosen = _cheapest(r, cost, key)
+    return chosen[_order(cost[chosen], key[chosen])]
 
 
 @_jit
 def select(release, base_j, gap_w, tie_key, r, min_start):
     """:meth:`ReleaseMap.select` over every node: ``(nodes, start)``; empty nodes for ``None``."""
+    return _select(release, base_j, gap_w, tie_key, r, min_start, True)
+
+
+@_jit
+def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
+    """:func:`select`; with ``ordered`` false the nodes come in no particular order."""
     m = len(release)
     if r > m:
         return np.empty(0, dtype=np.int64), np.nan
@@ -249,7 +255,9 @@ def select(release, base_j, gap_w, tie_key, r, min_start):
             cost[k] = base_j[i] + gap_w[i] * (start - release[i])
             key[k] = tie_key[i]
             k += 1
-    return eligible[_cheapest_order(r, cost, key)], start
+    if ordered:
+        return eligible[_cheapest_order(r, cost, key)], start
+    return eligible[_cheapest(r, cost, key)], start
 
 
 @_jit
@@ -376,7 +384,9 @@ def _backfill(
         finish = now + started_req[k]
         for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
             rel[node] = finish
-    head, head_start = select(rel, base_j, gap_w, tie_key, head_res, now)
+    # (The head's nodes as a set: only the plan needs their order, and
+    # :func:`project` puts them in order.)
+    head, head_start = _select(rel, base_j, gap_w, tie_key, head_res, now, False)
     n_later = len(later_res)
     positions = np.empty(n_later, dtype=np.int64)
     buf = np.empty(len(idle), dtype=np.int64)
@@ -664,6 +674,16 @@ def _project(now, cluster, rm, started, head, rest):
     head_nodes, head_start, head_req = head
     rest_res, rest_req = rest
     n = len(state)
+    # Release times after the jobs starting now, and the head's nodes in the
+    # order its reservation chose them (by cost, then tie key; they may come
+    # as a set).
+    rel = release.copy()
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            rel[node] = finish
+    head_cost = base_j[head_nodes] + gap_w[head_nodes] * (head_start - rel[head_nodes])
+    head_nodes = head_nodes[_order(head_cost, tie_key[head_nodes])]
     # Timelines at the start of the pass: at most one busy block per node.
     width = 4
     fa = np.full((n, width + 1), INF)
@@ -737,11 +757,6 @@ def _project(now, cluster, rm, started, head, rest):
     count = 1
 
     # FCFS-forward plan seeded with the head's reservation.
-    rel = release.copy()
-    for k in range(len(started_req)):
-        finish = now + started_req[k]
-        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
-            rel[node] = finish
     for node in head_nodes:
         rel[node] = head_end
     barrier = head_start
