@@ -143,8 +143,13 @@ class Cluster:
         elif new == IDLE:
             self.idle_since[node] = now
 
-    def _move_many(self, nodes: np.ndarray, listed: list[int], old: int, new: int) -> None:
-        """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``."""
+    def _move_many(
+        self, nodes: np.ndarray, listed: list[int], old: int, new: int, left: bool = False
+    ) -> None:
+        """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``.
+
+        ``left``: the caller already took the nodes out of the set of ``old``.
+        """
         now = self.env._now
         since = self.since
         row = self._seconds[old]
@@ -165,7 +170,7 @@ class Cluster:
         counts[old] -= k
         counts[new] += k
         members = self._members.get(old)
-        if members is not None:
+        if members is not None and not left:
             members.difference_update(listed)
         members = self._members.get(new)
         if members is not None:
@@ -220,21 +225,16 @@ class Cluster:
         if gang.dtype.kind not in "iu":
             raise IllegalTransition(f"job {job_id}: node ids must be integers, got {gang!r}")
         listed = gang.tolist()
-        if not listed:
-            raise IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
-        idle = self.idle
-        if not idle.issuperset(listed):
-            bad = next(node for node in listed if node not in idle)
-            if not 0 <= bad < self.n_nodes:
-                raise IllegalTransition(f"job {job_id} cannot start on node {bad}: no such node")
-            raise IllegalTransition(
-                f"job {job_id} cannot start on node {bad}: it is "
-                f"{STATE_LABELS[self.state[bad]]}, not idle, at t={self.env.now:g} s"
-            )
         k = len(listed)
-        if k > 1 and len(set(listed)) != k:
-            raise IllegalTransition(f"job {job_id}: node list has duplicates: {listed}")
-        self._move_many(gang, listed, IDLE, COMPUTING)
+        # Taking the nodes out of the idle set checks them at once: it shrinks
+        # by exactly k when all are idle and distinct.
+        idle = self.idle
+        before = len(idle)
+        idle.difference_update(listed)
+        if len(idle) != before - k or not k:
+            idle.update(node for node in listed if node in self.idle_since)  # (undo)
+            raise self._bad_gang(job_id, listed)
+        self._move_many(gang, listed, IDLE, COMPUTING, left=True)
         if k <= _SMALL_GANG:
             job_on = self.job_on
             expected_end = self.expected_end_s
@@ -245,6 +245,20 @@ class Cluster:
             self.job_on[gang] = job_id
             self.expected_end_s[gang] = expected_end_s
         return gang
+
+    def _bad_gang(self, job_id: int, listed: list[int]) -> IllegalTransition:
+        """Why a gang cannot start a job (empty, unknown or busy node, duplicates)."""
+        if not listed:
+            return IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
+        for node in listed:
+            if not 0 <= node < self.n_nodes:
+                return IllegalTransition(f"job {job_id} cannot start on node {node}: no such node")
+            if self.state[node] != IDLE:
+                return IllegalTransition(
+                    f"job {job_id} cannot start on node {node}: it is "
+                    f"{STATE_LABELS[self.state[node]]}, not idle, at t={self.env.now:g} s"
+                )
+        return IllegalTransition(f"job {job_id}: node list has duplicates: {listed}")
 
     def release(self, job_id: int, gang: np.ndarray) -> None:
         """Return a finished job's nodes to idle."""

@@ -134,3 +134,30 @@ def test_step_and_run_until():
     assert sim.now == 30 and len(sim.running) == 1 and "1 running" in repr(sim)
     res = sim.run()
     assert res.summary["jobs_completed"] == 2 and sim.now == 100.0
+
+
+@pytest.mark.parametrize(
+    "gang,message",
+    [
+        ([], r"job 0: cannot start on an empty set of nodes"),
+        ([0, 7], r"job 0 cannot start on node 7: no such node"),
+        ([1, -1], r"job 0 cannot start on node -1: no such node"),
+        ([0, 0], r"job 0: node list has duplicates: \[0, 0\]"),
+        ([1, 2], r"job 0 cannot start on node 2: it is computing, not idle, at t=0 s"),
+    ],
+)
+def test_a_bad_gang_is_refused_and_leaves_the_cluster_as_it_was(gang, message):
+    import numpy as np
+    import simpy
+
+    from hpcpower.engine.cluster import Cluster
+
+    env = simpy.Environment()
+    cluster = Cluster(env, tiny_platform(4), np.random.default_rng(0))
+    cluster.allocate(9, [2, 3], 10.0)
+    with pytest.raises(IllegalTransition, match=message):
+        cluster.allocate(0, np.array(gang, dtype=np.intp))
+    assert cluster.idle == {0, 1}
+    assert list(cluster.idle_since) == [0, 1]
+    assert cluster.state.tolist() == [2, 2, 3, 3]
+    assert cluster.counts == [0, 0, 2, 2, 0]
