@@ -251,13 +251,9 @@ class Cluster:
         if not listed:
             return IllegalTransition(f"job {job_id}: cannot start on an empty set of nodes")
         for node in listed:
-            if not 0 <= node < self.n_nodes:
-                return IllegalTransition(f"job {job_id} cannot start on node {node}: no such node")
-            if self.state[node] != IDLE:
-                return IllegalTransition(
-                    f"job {job_id} cannot start on node {node}: it is "
-                    f"{STATE_LABELS[self.state[node]]}, not idle, at t={self.env.now:g} s"
-                )
+            reason = self._why_not(node, IDLE)
+            if reason:
+                return IllegalTransition(f"job {job_id} cannot start on node {node}: {reason}")
         return IllegalTransition(f"job {job_id}: node list has duplicates: {listed}")
 
     def release(self, job_id: int, gang: np.ndarray) -> None:
@@ -275,13 +271,20 @@ class Cluster:
             self.expected_end_s[gang] = np.nan
 
     def _check(self, node: int, expected: int, action: str) -> None:
+        reason = self._why_not(node, expected)
+        if reason:
+            raise IllegalTransition(f"cannot {action} node {node}: {reason}")
+
+    def _why_not(self, node: int, expected: int) -> str | None:
+        """Why ``node`` is not a node in state ``expected`` (``None`` if it is)."""
         if not 0 <= node < self.n_nodes:
-            raise IllegalTransition(f"cannot {action} node {node}: no such node")
+            return "no such node"
         if self.state[node] != expected:
-            raise IllegalTransition(
-                f"cannot {action} node {node}: it is {STATE_LABELS[self.state[node]]}, "
-                f"not {STATE_LABELS[expected]}, at t={self.env.now:g} s"
+            return (
+                f"it is {STATE_LABELS[self.state[node]]}, not {STATE_LABELS[expected]}, "
+                f"at t={self.env.now:g} s"
             )
+        return None
 
     # ---------------------------------------------------------------- energy
     @property
