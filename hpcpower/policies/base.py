@@ -175,7 +175,7 @@ class Schedule:
         appeared (or to its end).
         """
         found: dict[int, float] = {}
-        if not nodes:
+        if not nodes or (self._source is None and not self._made):
             return found
         for planned in self.iter_plan():
             start = planned.start_s

@@ -62,9 +62,7 @@ class IPM(PowerManager):
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
         # starts never decrease: read the plan until all of them appeared.
-        wanted = set(sleeping)
-        wanted.update(expired)
-        first_start = schedule.first_appearances(wanted)
+        first_start = schedule.first_appearances(sleeping.union(expired))
         # (A sleeping node is planned at now + lead at the earliest; with a
         # zero lead that is now, and it is woken at once.)
         earliest = {
