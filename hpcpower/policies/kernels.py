@@ -362,16 +362,16 @@ def backfill(
     The release map is made here from the cluster arrays (as
     :func:`release_map`, with ``order`` the pass's idle order). ``idle``
     holds the idle nodes left after dispatch, in idle order; ``later_*`` the
-    columns of the jobs after the head, in arrival order. Returns ``((head
-    nodes, head start, positions, nodes, ptr), release map)``: the backfilled
-    jobs' positions in ``later_*`` and their nodes (``nodes[ptr[k]:ptr[k +
-    1]]``), empty head nodes when the head cannot be placed (then nothing is
-    backfilled); and the arrays :func:`release_map` returns.
+    columns of the jobs after the head, in arrival order. Returns ``(head
+    nodes, head start, positions, nodes, ptr)``: the head's nodes (as a set:
+    :func:`project` orders them), the backfilled jobs' positions in
+    ``later_*`` and their nodes (``nodes[ptr[k]:ptr[k + 1]]``); empty head
+    nodes when the head cannot be placed (then nothing is backfilled).
     """
     arrays = release_map(now, nodes, True, timeout_s, order)
     return _backfill(
         arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
-    ), arrays
+    )
 
 
 @_jit

@@ -197,20 +197,6 @@ class ReleaseMap:
             tie_key[idle_nodes] = np.arange(len(idle_nodes))
         self.tie_key = tie_key
 
-    @classmethod
-    def from_arrays(cls, view, timeout_s: float | None, arrays: tuple) -> ReleaseMap:
-        """A release map from the arrays :func:`kernels.release_map` made for this pass."""
-        self = object.__new__(cls)
-        cluster = view.cluster
-        self.now = view.now
-        self.state = cluster.state
-        self._since = cluster.since
-        self._timeout_s = timeout_s
-        self.idle_w = cluster.idle_w
-        self.ids = cluster.ids
-        self.release, self.base_j, self.no_gap, self.gap_w, self.tie_key = arrays
-        return self
-
     @property
     def rank(self) -> np.ndarray:
         """State rank per node (read within the pass)."""

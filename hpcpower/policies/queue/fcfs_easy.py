@@ -74,9 +74,8 @@ class FCFSEasy(QueuePolicy):
         first_later = len(out.start) + 1
         ids, res, req = ids[first_later:], res[first_later:], req[first_later:]
         if kernels.ENABLED:
-            base, picked = _backfill_compiled(
-                view, timeout_s, order, out.start, first, idle, res, req
-            )
+            base = None  # (made again only if the plan is read)
+            picked = _backfill_compiled(view, timeout_s, order, out.start, first, idle, res, req)
         else:
             base = ReleaseMap(view, timeout_s, idle_nodes=order)
             picked = _backfill(view, base, out.start, first, idle, res, req)
@@ -94,7 +93,13 @@ class FCFSEasy(QueuePolicy):
             return ArraySchedule(
                 out.start,
                 lambda: _project_arrays(
-                    view, out.start, (base, head, _unpicked(columns, positions))
+                    view,
+                    out.start,
+                    (
+                        ReleaseMap(view, timeout_s, idle_nodes=order),
+                        head,
+                        _unpicked(columns, positions),
+                    ),
                 ),
             )
         return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, positions))
@@ -157,21 +162,20 @@ def _backfill(view, base, started, first, idle, res, req):
 
 
 def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
-    """:func:`_backfill` by the compiled kernel (the same choices), and the release map."""
-    picked, arrays = kernels.backfill(
+    """:func:`_backfill` by the compiled kernel (the same choices; the head's nodes as a set)."""
+    picked = kernels.backfill(
         *_pass_arrays(view, timeout_s, order, started),
         first.res,
         np.asarray(idle, dtype=np.int64),
         np.asarray(res, dtype=np.int64),
         np.asarray(req, dtype=float),
     )
-    base = ReleaseMap.from_arrays(view, timeout_s, arrays)
     head_nodes, head_start, positions, nodes, ptr = picked
     if not len(head_nodes):
-        return base, (None, None, [], [])
+        return None, None, [], []
     bounds = ptr.tolist()
     gangs = [nodes[bounds[k] : bounds[k + 1]] for k in range(len(positions))]
-    return base, (head_nodes, head_start, positions.tolist(), gangs)
+    return head_nodes, head_start, positions.tolist(), gangs
 
 
 def _pass_arrays(view, timeout_s, order, started) -> tuple:
