@@ -44,7 +44,8 @@ class Cluster:
             switch-off ends (the simulation uses it to call the controller).
 
     Read-only for policies: ``state``, ``since``, ``idle``, ``sleeping``,
-    ``switching_on``, ``switching_off``, ``job_on``, ``transition_end_s``.
+    ``switching_on``, ``switching_off``, ``idle_since`` (idle nodes, oldest
+    first), ``job_on``, ``transition_end_s``.
     """
 
     def __init__(
