@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hpcpower import __version__
 from hpcpower.errors import HpcpowerError, InputError
+from hpcpower.policies import kernels
 
 
 def _parse_sets(items: Sequence[str]) -> dict[str, object]:
@@ -45,6 +46,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = resolve(args.scenario, overrides)
     sim = build(config)
     progress = sys.stderr.isatty() and not args.quiet
+    if not args.quiet and not kernels.cached():
+        print("compiling the planning kernels (once, about half a minute) ...", file=sys.stderr)
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0

@@ -52,6 +52,21 @@ def use(enabled: bool):
         ENABLED = before
 
 
+def cached() -> bool:
+    """Whether the kernels' machine code is on disk, so a run need not compile them first.
+
+    ``True`` when the kernels are not in use, or when numba's cache cannot be
+    inspected (a best guess, used only to tell the user about a pause).
+    """
+    if not ENABLED:
+        return True
+    try:
+        kernels = (release_map, backfill, plan_later, project, first_appearances)
+        return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
+    except AttributeError:  # pragma: no cover - another numba's internals
+        return True
+
+
 def _jit(func):
     if numba is None:  # pragma: no cover
         return func

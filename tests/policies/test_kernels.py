@@ -139,3 +139,13 @@ def test_projection_equals_numpy_on_random_small_clusters(n, specs, timeout, sd)
         t += gap
         jobs.append(job(i, t, min(res, n), runtime, runtime * ratio))
     _checked_run(tiny_platform(n, sd=sd), jobs, timeout_s=timeout, seed=len(specs))
+
+
+def test_the_cache_check_sees_the_compiled_kernels():
+    """After a run the machine code is on disk; with the kernels off nothing is pending."""
+    wl = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
+    wl.jobs = wl.jobs[:50]
+    _checked_run(load_platform("aoba-64"), wl)
+    assert kernels.cached()
+    with kernels.use(False):
+        assert kernels.cached()
