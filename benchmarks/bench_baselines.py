@@ -15,6 +15,7 @@ the CPU time is the fairer figure. Run from the project root:
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import resource
 import sys
@@ -52,10 +53,11 @@ def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> d
         sim = Simulation(load_platform(platform_name), workload, make_policy(policy), seed=42)
         w0 = time.perf_counter()
         c0 = time.process_time()
-        res = sim.run()
+        s = sim.run().summary
         cpu = min(cpu, time.process_time() - c0)
         wall = min(wall, time.perf_counter() - w0)
-    s = res.summary
+        del sim  # free this run before the next: peak memory is that of one run
+        gc.collect()
     row = {
         "workload": workload_file,
         "platform": platform_name,
