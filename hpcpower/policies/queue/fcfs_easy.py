@@ -46,9 +46,23 @@ class FCFSEasy(QueuePolicy):
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
         """Dispatch, reserve for the head, backfill, and plan the rest."""
         out = Schedule()
-        if not len(view.queue):
+        queue = view.queue
+        if not len(queue):
             return out
         now = view.now
+        n_idle = len(view.cluster.idle)
+        if queue.min_res() > n_idle:
+            # Nothing starts now: the head's reservation and the plan matter
+            # only to a power manager that reads them (made then, with the
+            # idle order).
+            if kernels.ENABLED:
+                return ArraySchedule(
+                    [],
+                    lambda: _plan_later_arrays(
+                        view, timeout_s, [], 0, idle_order(view.cluster, now, timeout_s)
+                    ),
+                )
+            return Schedule([], _plan_later(view, timeout_s, [], 0, None))
         idle = order = idle_order(view.cluster, now, timeout_s)
         used = 0
         first = None
@@ -221,7 +235,7 @@ def _later(view, timeout_s, started, k, order):
 
     The head is the ``k``-th waiting job; ``order`` the pass's :func:`idle_order`.
     """
-    base = ReleaseMap(view, timeout_s, idle_nodes=order)
+    base = ReleaseMap(view, timeout_s, idle_nodes=order)  # (order None: made here)
     releases = base.copy()
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
