@@ -2,20 +2,29 @@
 
 The planners in :mod:`hpcpower.policies.planning` are written with numpy
 array operations: clear, and fast on one large question, but each call costs
-a few microseconds however small the arrays, and the FCFS/EASY projection
-asks hundreds of small questions per controller pass. With `numba
-<https://numba.pydata.org>`_ installed, the whole projection of a pass runs
-as one compiled function instead (:func:`project`), which computes *the same
-plan, to the bit*: it follows the numpy code step by step (same candidate
-starts, same float operations in the same order, same tie-breaks), and the
-tests run both and compare them.
+a few microseconds however small the arrays, and FCFS/EASY asks hundreds of
+small questions per controller pass. With `numba <https://numba.pydata.org>`_
+installed, each of its steps runs as one compiled function instead:
+
+* :func:`release_map`: every node's release time, pre-start energy and tie key;
+* :func:`backfill`: the head's reservation and the jobs backfilled now;
+* :func:`project`: the whole projection of the waiting jobs (conservative
+  backfilling into the per-node timelines), and :func:`plan_later`, the
+  same after reserving for the head when nothing else starts;
+* :func:`first_appearances`: what IPM reads from such a plan.
+
+They compute *the same results, to the bit*: each follows the numpy code
+step by step (same candidate starts, same float operations in the same
+order, same tie-breaks; sorts and selections are written out, stable where
+the numpy code is), and ``tests/policies/test_kernels.py`` runs both paths
+at every pass and compares them.
 
 Without numba everything still works, on the numpy path. Set the
 environment variable ``HPCPOWER_KERNELS=numpy`` (or call :func:`use`) to
 force the numpy path with numba installed, for instance to compare.
 
-The first call compiles the kernels (a few seconds); the machine code is
-cached on disk, so later runs start at once.
+The first run compiles the kernels (about half a minute); the machine code
+is cached on disk, so later runs start at once (:func:`cached`).
 """
 
 from __future__ import annotations
@@ -118,12 +127,6 @@ def _argsort2(primary, secondary):
         idx, tmp = tmp, idx
         width *= 2
     return idx
-
-
-@_jit
-def _sorted(values):
-    """``values`` sorted ascending (a copy)."""
-    return values[_argsort2(values, values)]
 
 
 @_jit
@@ -600,8 +603,8 @@ def _earliest(
     lo_all = lo_all[:count]
     last_all = last_all[:count]
     # The smallest interval start covered by r intervals [lo, last].
-    lo_sorted = _sorted(lo_all)
-    last_sorted = _sorted(last_all)
+    lo_sorted = np.sort(lo_all)
+    last_sorted = np.sort(last_all)
     t = np.nan
     j = 0  # intervals with last < s
     i = 0
