@@ -89,7 +89,7 @@ class Decision:
     switch_off: list[int] = field(default_factory=list)
     switch_on: list[int] = field(default_factory=list)
     call_at: list[float] = field(default_factory=list)
-    plan: list[Planned] = field(default_factory=list)
+    plan: Sequence[Planned] = field(default_factory=list)
     note: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
