@@ -20,20 +20,11 @@ import platform
 import resource
 import sys
 import time
-from pathlib import Path
+
+from cases import DATA, PAPER_64
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
 from hpcpower.policies import kernels
-
-DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
-
-PAPER_64 = [
-    "DAS2-fs1-0-3000.json.gz",
-    "DAS2-fs2-0-3000.json.gz",
-    "DAS2-fs3-0-3000.json.gz",
-    "DAS2-fs4-0-3000.json.gz",
-    "generated-markovian-3000.json.gz",
-]
 
 
 def peak_rss_mb() -> float:

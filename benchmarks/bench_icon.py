@@ -13,21 +13,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+from cases import DATA, PAPER_64
 
 import hpcpower.policies.icon.controller as icon_controller
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-
-DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
-CASES_64 = [
-    "DAS2-fs1-0-3000.json.gz",
-    "DAS2-fs2-0-3000.json.gz",
-    "DAS2-fs3-0-3000.json.gz",
-    "DAS2-fs4-0-3000.json.gz",
-    "generated-markovian-3000.json.gz",
-]
 
 
 def run(workload_file: str, platform: str, policy: str = "snf-icon") -> None:
@@ -50,10 +41,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="64-node cases only")
     args = parser.parse_args()
     # Load (or compile) the planning kernels first: start-up is not measured.
-    workload = load_workload(DATA / CASES_64[0])
+    workload = load_workload(DATA / PAPER_64[0])
     workload.jobs = workload.jobs[:300]
     Simulation(load_platform("aoba-64"), workload, make_policy("snf-icon"), seed=42).run()
-    for name in CASES_64:
+    for name in PAPER_64:
         run(name, "aoba-64")
     if args.quick:
         return

@@ -411,6 +411,31 @@ def test_energy_never_decreases_while_stepping_and_stepping_changes_nothing(case
 
 @PROPS
 @given(cases())
+def test_node_sets_and_idle_order_agree_with_the_state_array_at_every_pass(case):
+    """The per-state sets and ``idle_since`` are kept beside the arrays: they never drift."""
+    from hpcpower.platform import NodeState
+
+    sim = case.build()
+    while True:
+        ended = sim.step() is None
+        cluster = sim.cluster
+        for state, members in (
+            (NodeState.IDLE, cluster.idle),
+            (NodeState.SLEEPING, cluster.sleeping),
+            (NodeState.SWITCHING_ON, cluster.switching_on),
+            (NodeState.SWITCHING_OFF, cluster.switching_off),
+        ):
+            assert members == set(np.flatnonzero(cluster.state == int(state)).tolist())
+        assert set(cluster.idle_since) == cluster.idle
+        since = list(cluster.idle_since.values())
+        assert since == [float(cluster.since[n]) for n in cluster.idle_since]
+        assert since == sorted(since)  # oldest idle first
+        if ended:
+            break
+
+
+@PROPS
+@given(cases())
 def test_same_seed_gives_identical_results(case):
     first = case.run()
     second = case.run()

@@ -299,6 +299,9 @@ class Cluster:
         idx = np.arange(self.n_nodes)
         self._seconds[self.state, idx] += now - self.since
         self.since[:] = now
+        idle_since = self.idle_since
+        for node in idle_since:
+            idle_since[node] = now
 
     def energy_j(self) -> np.ndarray:
         """Joules per state summed over nodes, as accounted so far (length 5)."""

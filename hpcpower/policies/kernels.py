@@ -362,46 +362,37 @@ def _take(values, count, r, out, taken):
 
 
 @_jit
-def backfill(
-    now,
-    nodes,
-    timeout_s,
-    order,
-    started_nodes,
-    started_ptr,
-    started_req,
-    head_res,
-    idle,
-    later_res,
-    later_req,
-):
+def _occupied(release, now, started):
+    """A copy of ``release`` with the nodes of the jobs starting now busy until their walltime.
+
+    ``started`` is ``(nodes, ptr, walltimes)``: job ``k`` runs on
+    ``nodes[ptr[k]:ptr[k + 1]]``.
+    """
+    started_nodes, started_ptr, started_req = started
+    rel = release.copy()
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
+            rel[node] = finish
+    return rel
+
+
+@_jit
+def backfill(now, nodes, timeout_s, order, started, head_res, idle, later_res, later_req):
     """EASY's head reservation and backfilling of one pass (as ``FCFSEasy.schedule``).
 
     The release map is made here from the cluster arrays (as
     :func:`release_map`, with ``order`` the pass's idle order). ``idle``
-    holds the idle nodes left after dispatch, in idle order; ``later_*`` the
+    holds the idle nodes left after dispatch, in idle order; ``started`` the
+    jobs starting now (as :func:`_occupied` takes them); ``later_*`` the
     columns of the jobs after the head, in arrival order. Returns ``(head
     nodes, head start, positions, nodes, ptr)``: the head's nodes (as a set:
     :func:`project` orders them), the backfilled jobs' positions in
     ``later_*`` and their nodes (``nodes[ptr[k]:ptr[k + 1]]``); empty head
     nodes when the head cannot be placed (then nothing is backfilled).
     """
-    arrays = release_map(now, nodes, True, timeout_s, order)
-    return _backfill(
-        arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
-    )
-
-
-@_jit
-def _backfill(
-    arrays, started_nodes, started_ptr, started_req, now, head_res, idle, later_res, later_req
-):
-    release, base_j, _, gap_w, tie_key = arrays
-    rel = release.copy()
-    for k in range(len(started_req)):
-        finish = now + started_req[k]
-        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
-            rel[node] = finish
+    release, base_j, _, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
+    rel = _occupied(release, now, started)
     # (The head's nodes as a set: only the plan needs their order, and
     # :func:`project` puts them in order.)
     head, head_start = _select(rel, base_j, gap_w, tie_key, head_res, now, False)
@@ -642,50 +633,20 @@ def _earliest(
 
 
 @_jit
-def project(
-    now,
-    state,
-    since,
-    on_mean,
-    release,
-    base_j,
-    gap_w,
-    no_gap,
-    idle_w,
-    tie_key,
-    started_nodes,
-    started_ptr,
-    started_req,
-    head_nodes,
-    head_start,
-    head_req,
-    rest_res,
-    rest_req,
-):
+def project(now, cluster, rm, started, head, rest):
     """The FCFS/EASY projection of one pass (``fcfs_easy._project``), all of it.
 
-    ``release`` … ``tie_key`` are the pass's :class:`ReleaseMap` arrays
-    before any job was placed; ``started_*`` the jobs starting now (nodes of
-    job ``k`` in ``started_nodes[started_ptr[k]:started_ptr[k + 1]]``); the
-    head's reservation; the columns of the later jobs in arrival order.
+    ``cluster`` is ``(state, since, on_mean)``; ``rm`` the pass's
+    :class:`ReleaseMap` arrays ``(release, base_j, gap_w, no_gap, idle_w,
+    tie_key)`` before any job was placed; ``started`` the jobs starting now
+    (as :func:`_occupied` takes them); ``head`` the head's reservation
+    ``(nodes, start, walltime)``, its nodes in any order; ``rest`` the
+    columns ``(res, walltime)`` of the later jobs in arrival order.
 
     Returns ``(index, start, nodes, ptr)``: the placed jobs sorted by start
     (ties in placement order), ``index`` -1 for the head and else the job's
-    position in ``rest_*``.
+    position in ``rest``.
     """
-    return _project(
-        now,
-        (state, since, on_mean),
-        (release, base_j, gap_w, no_gap, idle_w, tie_key),
-        (started_nodes, started_ptr, started_req),
-        (head_nodes, head_start, head_req),
-        (rest_res, rest_req),
-    )
-
-
-@_jit
-def _project(now, cluster, rm, started, head, rest):
-    """:func:`project` with its arguments grouped (for calls from other kernels)."""
     state, since, on_mean = cluster
     release, base_j, gap_w, no_gap, idle_w, tie_key = rm
     started_nodes, started_ptr, started_req = started
@@ -695,11 +656,7 @@ def _project(now, cluster, rm, started, head, rest):
     # Release times after the jobs starting now, and the head's nodes in the
     # order its reservation chose them (by cost, then tie key; they may come
     # as a set).
-    rel = release.copy()
-    for k in range(len(started_req)):
-        finish = now + started_req[k]
-        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
-            rel[node] = finish
+    rel = _occupied(release, now, started)
     head_cost = base_j[head_nodes] + gap_w[head_nodes] * (head_start - rel[head_nodes])
     head_nodes = head_nodes[_order(head_cost, tie_key[head_nodes])]
     # Timelines at the start of the pass: at most one busy block per node.
@@ -870,34 +827,18 @@ def first_appearances(nodes, ptr, wanted):
 
 
 @_jit
-def plan_later(
-    now,
-    nodes,
-    timeout_s,
-    order,
-    started_nodes,
-    started_ptr,
-    started_req,
-    head_res,
-    head_req,
-    rest_res,
-    rest_req,
-):
+def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest):
     """Reserve for the head and project the rest, when no later job can start now.
 
     One call for ``fcfs_easy._later`` and :func:`project`: the release map
     (as :func:`release_map` with ``order`` the pass's idle order), the
     head's reservation on it after the jobs starting now, then the
-    projection. Returns :func:`project`'s arrays, with the head's nodes
-    first in ``nodes`` when it is placed, or empty arrays when it cannot be.
+    projection. Returns :func:`project`'s arrays, or empty ones when the
+    head cannot be placed.
     """
     state, since, _, on_mean, _, _, _, idle_w = nodes
     release, base_j, no_gap, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
-    rel = release.copy()
-    for k in range(len(started_req)):
-        finish = now + started_req[k]
-        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
-            rel[node] = finish
+    rel = _occupied(release, now, started)
     head, head_start = select(rel, base_j, gap_w, tie_key, head_res, now)
     if len(head) == 0:
         return (
@@ -906,11 +847,11 @@ def plan_later(
             np.empty(0, dtype=np.int64),
             np.zeros(1, dtype=np.int64),
         )
-    return _project(
+    return project(
         now,
         (state, since, on_mean),
         (release, base_j, gap_w, no_gap, idle_w, tie_key),
-        (started_nodes, started_ptr, started_req),
+        started,
         (head, head_start, head_req),
-        (rest_res, rest_req),
+        rest,
     )

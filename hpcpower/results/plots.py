@@ -263,6 +263,14 @@ def gantt(
     return ax
 
 
+def _over_the_run(ax: Axes, results: Results, ylabel: str, top: float | None = None) -> None:
+    """Time axis in hours over the whole run; y from 0 (to ``top`` if given)."""
+    ax.set_xlim(0.0, max(results.end_s, 1.0) / HOUR_S)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel(ylabel)
+
+
 def state_timeline(results: Results, ax: Axes | None = None) -> Axes:
     """Stacked areas of the number of nodes in each state over time (step-wise)."""
     ax = ax if ax is not None else _new_axes((11, 4))
@@ -276,11 +284,7 @@ def state_timeline(results: Results, ax: Axes | None = None) -> Axes:
         step="post",
         linewidth=0,
     )
-    n_nodes = results.time_in_state_s.shape[0]
-    ax.set_xlim(0.0, max(results.end_s, 1.0) / HOUR_S)
-    ax.set_ylim(0, n_nodes)
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("nodes")
+    _over_the_run(ax, results, "nodes", top=results.time_in_state_s.shape[0])
     # Reversed so the legend reads top to bottom like the stack.
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(
@@ -302,10 +306,7 @@ def power(results: Results, ax: Axes | None = None) -> Axes:
         linewidth=0.8,
         label=f"total power ({total_j / 3.6e9:.3f} MWh in all)",
     )
-    ax.set_xlim(0.0, max(results.end_s, 1.0) / HOUR_S)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("power (kW)")
+    _over_the_run(ax, results, "power (kW)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return ax
 
@@ -322,10 +323,7 @@ def queue_length(results: Results, ax: Axes | None = None) -> Axes:
         linewidth=0.8,
         label="waiting jobs",
     )
-    ax.set_xlim(0.0, max(results.end_s, 1.0) / HOUR_S)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("queue length (jobs)")
+    _over_the_run(ax, results, "queue length (jobs)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return ax
 

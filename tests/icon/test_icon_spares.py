@@ -24,6 +24,25 @@ SLEEP, ON, IDLE, COMP, OFF = (
 )
 
 
+def spare_nodes(rng, state, expiry, lead, off, power):
+    """SpareNodes for a state vector, with random elapsed times of the transitions in progress."""
+    ids = np.arange(len(state))
+    son = ids[state == ON]
+    soff = ids[state == OFF]
+    return SpareNodes(
+        ids[state == IDLE],
+        expiry,
+        son,
+        rng.uniform(0, 1200, len(son)),
+        ids[state == SLEEP],
+        soff,
+        rng.uniform(0, 600, len(soff)),
+        lead,
+        off,
+        power,
+    )
+
+
 def random_case(seed, n=12, hetero=False):
     rng = np.random.default_rng(seed)
     state = rng.choice([SLEEP, ON, IDLE, COMP, OFF], size=n)
@@ -39,20 +58,7 @@ def random_case(seed, n=12, hetero=False):
     idle = ids[state == IDLE]
     expiry = np.full(n, np.inf)
     expiry[idle] = now + rng.choice([-100.0, 0.0, 5e-10, 300.0, 7000.0], len(idle))
-    son = ids[state == ON]
-    soff = ids[state == OFF]
-    nodes = SpareNodes(
-        idle,
-        expiry,
-        son,
-        rng.uniform(0, 1200, len(son)),
-        ids[state == SLEEP],
-        soff,
-        rng.uniform(0, 600, len(soff)),
-        lead,
-        off,
-        power,
-    )
+    nodes = spare_nodes(rng, state, expiry, lead, off, power)
     sizes = sorted(set(rng.integers(1, n + 3, 4).tolist()))
     p = rng.random(len(sizes))
     pmf = list(zip(sizes, (p / p.sum()).tolist(), strict=True))
@@ -194,19 +200,7 @@ def test_one_optimisation_at_1152_nodes_is_fast():
     idle = ids[state == IDLE]
     expiry = np.full(n, np.inf)
     expiry[idle] = 1e6 + rng.uniform(-3000, 7200, len(idle))
-    son, soff = ids[state == ON], ids[state == OFF]
-    nodes = SpareNodes(
-        idle,
-        expiry,
-        son,
-        rng.uniform(0, 1200, len(son)),
-        ids[state == SLEEP],
-        soff,
-        rng.uniform(0, 600, len(soff)),
-        np.full(n, 1200.0),
-        np.full(n, 600.0),
-        power,
-    )
+    nodes = spare_nodes(rng, state, expiry, np.full(n, 1200.0), np.full(n, 600.0), power)
     sizes = np.unique(rng.geometric(0.35, 60))
     pmf = list(zip(sizes.tolist(), (np.ones(len(sizes)) / len(sizes)).tolist(), strict=True))
     event = next_event(1 / 800, [3000.0], 1, 1 / 7200, 4000.0)

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -181,20 +182,26 @@ _PYTHON_PLANS = 96
 _CELLS = 1 << 20
 
 
-def _expected_waits(
-    fixed: np.ndarray,
-    k: np.ndarray,
-    w: np.ndarray,
-    opt_off: np.ndarray,
-    wake: np.ndarray,
-    asleep: np.ndarray,
-    terms: list[tuple[float, int]],
-) -> np.ndarray:
-    """``sum_r p(r) d_(r)`` of every candidate plan, summed in pmf order from 0 (the authors').
+class _Delays(NamedTuple):
+    """The readiness delays of every candidate plan, in one description.
 
     A plan's delays are the ``fixed`` ones plus a variable part: optional
-    idle nodes (the first ``k`` kept at 0, the others ``opt_off``) and
-    sleeping nodes (the first ``w`` woken, ``wake``, the others ``asleep``).
+    idle nodes (the first ``k`` of the plan kept at 0, the others
+    ``opt_off``) and sleeping nodes (the first ``w`` of the plan woken,
+    ``wake``, the others ``asleep``). ``k`` and ``w`` hold one entry per plan.
+    """
+
+    fixed: np.ndarray
+    k: np.ndarray
+    w: np.ndarray
+    opt_off: np.ndarray
+    wake: np.ndarray
+    asleep: np.ndarray
+
+
+def _expected_waits(delays: _Delays, terms: list[tuple[float, int]]) -> np.ndarray:
+    """``sum_r p(r) d_(r)`` of every candidate plan, summed in pmf order from 0 (the authors').
+
     ``terms`` holds ``(p, i)`` per pmf entry, ``i`` the index of its delay
     in the sorted delays (rank - 1). Order statistics are selections, not
     arithmetic, so however they are found they are the same floats; each
@@ -212,9 +219,10 @@ def _expected_waits(
     get their order statistics at once from :func:`_order_statistics` and are
     summed one pmf entry at a time across plans.
     """
+    fixed, k, w, opt_off, wake, asleep = delays
     if len(k) > _PYTHON_PLANS:
         stats = _order_statistics(
-            np.sort(fixed), k, w, opt_off, wake, asleep, sorted({i + 1 for _, i in terms})
+            delays._replace(fixed=np.sort(fixed)), sorted({i + 1 for _, i in terms})
         )
         acc = np.zeros(len(k))
         for p, i in terms:
@@ -267,28 +275,18 @@ def _prefix_le(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return out
 
 
-def _order_statistics(
-    fixed: np.ndarray,
-    k: np.ndarray,
-    w: np.ndarray,
-    opt_off: np.ndarray,
-    wake: np.ndarray,
-    asleep: np.ndarray,
-    ranks: list[int],
-) -> dict[int, np.ndarray]:
+def _order_statistics(delays: _Delays, ranks: list[int]) -> dict[int, np.ndarray]:
     """The r-th smallest readiness delay of every candidate plan, for each rank r.
 
-    For many plans (see :func:`_expected_waits`). A plan's delays are the
-    fixed ones (sorted ``fixed``) plus a *variable*
-    part: optional idle nodes (the first ``k`` kept at 0, the others
-    ``opt_off``) and sleeping nodes (the first ``w`` woken, ``wake``, the
-    others ``asleep``). The variable part takes few distinct values
+    For many plans (see :func:`_expected_waits`), with ``delays.fixed``
+    sorted. The variable part of the delays takes few distinct values
     ``u_1 < ... < u_D`` on a uniform platform; with ``c_j`` the number of
     variable delays ``<= u_j``, the r-th smallest is the least candidate among
     ``u_j`` (if ``#fixed <= u_j`` + ``c_j >= r``) and, for each stretch
     ``[u_j, u_{j+1})``, the ``(r - c_j)``-th smallest fixed delay if it falls at
     or above ``u_j``. Work is O(plans × D) per rank.
     """
+    fixed, k, w, opt_off, wake, asleep = delays
     n_x = len(k)
     parts = [wake, asleep, opt_off]
     if len(opt_off):
@@ -576,7 +574,7 @@ def optimise(
     n_total = len(fixed) + n_opt + len(ranked)
     if n_total:
         terms = [(float(p), max(1, min(int(r), n_total)) - 1) for r, p in pmf]
-        waits = _expected_waits(fixed, k, w, d_opt_off, d_wake, d_asleep, terms)
+        waits = _expected_waits(_Delays(fixed, k, w, d_opt_off, d_wake, d_asleep), terms)
     else:
         waits = np.zeros(len(targets))
     waits = waits * event.p_arrival

@@ -196,21 +196,21 @@ def _pass_arrays(view, timeout_s, order, started) -> tuple:
     """The leading arguments of the pass kernels.
 
     Now, the node arrays, the timeout (nan for none), the idle order and the
-    jobs starting now (nodes, offsets, walltimes).
+    jobs starting now (``(nodes, offsets, walltimes)``).
     """
     return (
         view.now,
         node_arrays(view.cluster),
         np.nan if timeout_s is None else float(timeout_s),
         np.asarray(order, dtype=np.int64),
-        *_started_columns(started),
+        _started_columns(started),
     )
 
 
 def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nodes (flat, with offsets) and walltimes of the jobs starting now."""
     if not started:
-        return _NO_NODES, _NO_NODES, _NO_TIMES
+        return _NONE_STARTED
     started_nodes = np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in started])
     started_ptr = np.zeros(len(started) + 1, dtype=np.int64)
     np.cumsum([len(p.nodes) for p in started], out=started_ptr[1:])
@@ -353,27 +353,14 @@ def _project_arrays(view, started, planned):
         return None
     base, head, rest = planned
     cluster = view.cluster
-    started_nodes, started_ptr, started_req = _started_columns(started)
     ids, res, req = rest
     index, start, nodes, ptr = kernels.project(
         view.now,
-        cluster.state,
-        cluster.since,
-        cluster.switch_on_mean_s,
-        base.release,
-        base.base_j,
-        base.gap_w,
-        base.no_gap,
-        base.idle_w,
-        base.tie_key,
-        started_nodes,
-        started_ptr,
-        started_req,
-        np.asarray(head.nodes, dtype=np.int64),
-        float(head.start_s),
-        float(head.job.reqtime_s),
-        np.asarray(res, dtype=np.int64),
-        np.asarray(req, dtype=float),
+        (cluster.state, cluster.since, cluster.switch_on_mean_s),
+        (base.release, base.base_j, base.gap_w, base.no_gap, base.idle_w, base.tie_key),
+        _started_columns(started),
+        (np.asarray(head.nodes, dtype=np.int64), float(head.start_s), float(head.job.reqtime_s)),
+        (np.asarray(res, dtype=np.int64), np.asarray(req, dtype=float)),
     )
     return _jobs_of(view, head.job, ids, index), start, nodes, ptr
 
@@ -386,8 +373,7 @@ def _plan_later_arrays(view, timeout_s, started, k, order):
         *_pass_arrays(view, timeout_s, order, started),
         head.res,
         float(head.reqtime_s),
-        np.asarray(res[k + 1 :], dtype=np.int64),
-        np.asarray(req[k + 1 :], dtype=float),
+        (np.asarray(res[k + 1 :], dtype=np.int64), np.asarray(req[k + 1 :], dtype=float)),
     )
     if not len(index):
         return None
@@ -406,8 +392,8 @@ def _jobs_of(view, head, ids, index):
     return job_at
 
 
-_NO_NODES = np.zeros(1, dtype=np.int64)  # (offsets of zero jobs: [0])
-_NO_TIMES = np.empty(0)
+#: :func:`_started_columns` of no job: no nodes, offsets ``[0]``, no walltimes.
+_NONE_STARTED = (np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0))
 
 
 def _place(lines: Timelines, entry: Planned, now: float) -> Planned | None:
