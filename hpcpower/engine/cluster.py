@@ -99,11 +99,10 @@ class Cluster:
         self.sleeping: set[int] = all_nodes.copy() if initial_state == NodeState.SLEEPING else set()
         self.switching_on: set[int] = set()
         self.switching_off: set[int] = set()
-        #: Idle nodes in the order they became idle, each with that time (its
-        #: ``since``): the oldest first, so idle timeouts expire in this order.
-        self.idle_since: dict[int, float] = (
-            dict.fromkeys(range(n), float(env.now)) if initial_state == NodeState.IDLE else {}
-        )
+        # Idle node -> since, oldest first (see :attr:`idle_since`); ``None``
+        # until first read, so that runs whose policy never reads it do not
+        # keep it up to date.
+        self._idle_since: dict[int, float] | None = None
         self._members = {
             IDLE: self.idle,
             SLEEPING: self.sleeping,
@@ -118,6 +117,21 @@ class Cluster:
         self.transition_log: list[tuple[int, int, float, float]] = []
         self._on_transition_end = on_transition_end
         self.nodes = [Node(self, i) for i in range(n)]
+
+    @property
+    def idle_since(self) -> dict[int, float]:
+        """Idle nodes in the order they became idle, each with that time (its ``since``).
+
+        The oldest first, so idle timeouts expire in this order; nodes that
+        became idle at the same time may come in any order among
+        themselves. Made from the state arrays when first read, then kept up
+        to date at every state change (read-only for policies).
+        """
+        if self._idle_since is None:
+            idle = np.flatnonzero(self.state == IDLE)
+            idle = idle[np.argsort(self.since[idle], kind="stable")]
+            self._idle_since = dict(zip(idle.tolist(), self.since[idle].tolist(), strict=True))
+        return self._idle_since
 
     # ------------------------------------------------------------------ state
     def _move(self, node: int, new: int) -> None:
@@ -139,10 +153,12 @@ class Cluster:
         members = self._members.get(new)
         if members is not None:
             members.add(node)
-        if old == IDLE:
-            del self.idle_since[node]
-        elif new == IDLE:
-            self.idle_since[node] = now
+        idle_since = self._idle_since
+        if idle_since is not None:
+            if old == IDLE:
+                del idle_since[node]
+            elif new == IDLE:
+                idle_since[node] = now
 
     def _move_many(
         self, nodes: np.ndarray, listed: list[int], old: int, new: int, left: bool = False
@@ -176,12 +192,13 @@ class Cluster:
         members = self._members.get(new)
         if members is not None:
             members.update(listed)
-        if old == IDLE:
-            idle_since = self.idle_since
-            for node in listed:
-                del idle_since[node]
-        elif new == IDLE:
-            self.idle_since.update(dict.fromkeys(listed, now))
+        idle_since = self._idle_since
+        if idle_since is not None:
+            if old == IDLE:
+                for node in listed:
+                    del idle_since[node]
+            elif new == IDLE:
+                idle_since.update(dict.fromkeys(listed, now))
 
     # --------------------------------------------------------------- commands
     def switch_on(self, node: int) -> float:
@@ -233,7 +250,8 @@ class Cluster:
         before = len(idle)
         idle.difference_update(listed)
         if len(idle) != before - k or not k:
-            idle.update(node for node in listed if node in self.idle_since)  # (undo)
+            n = self.n_nodes
+            idle.update(node for node in listed if 0 <= node < n and self.state[node] == IDLE)
             raise self._bad_gang(job_id, listed)
         self._move_many(gang, listed, IDLE, COMPUTING, left=True)
         if k <= _SMALL_GANG:
@@ -299,9 +317,10 @@ class Cluster:
         idx = np.arange(self.n_nodes)
         self._seconds[self.state, idx] += now - self.since
         self.since[:] = now
-        idle_since = self.idle_since
-        for node in idle_since:
-            idle_since[node] = now
+        idle_since = self._idle_since
+        if idle_since is not None:
+            for node in idle_since:
+                idle_since[node] = now
 
     def energy_j(self) -> np.ndarray:
         """Joules per state summed over nodes, as accounted so far (length 5)."""

@@ -40,11 +40,13 @@ class JobQueue:
         self._alive = np.zeros(64, dtype=bool)
         self._slot: dict[int, int] = {}
         self._used = 0
+        self._columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def push(self, job: Job) -> None:
         """Add an arrived job."""
         job_id = job.id
         self._fcfs[job_id] = job
+        self._columns = None
         key = (job.res, job.reqtime_s, job_id)  # snf_key(job)
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
@@ -63,6 +65,7 @@ class JobQueue:
         """Take a job out (it starts)."""
         job_id = job.id
         del self._fcfs[job_id]
+        self._columns = None
         keys = self._snf_keys
         i = bisect.bisect_left(keys, (job.res, job.reqtime_s, job_id))
         del keys[i]
@@ -84,10 +87,19 @@ class JobQueue:
         self._slot = {int(job_id): k for k, job_id in enumerate(self._ids[: self._used].tolist())}
 
     def fcfs_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order."""
-        used = self._used
-        alive = self._alive[:used]
-        return (self._ids[:used][alive], self._res[:used][alive], self._req[:used][alive])
+        """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order.
+
+        The arrays are kept until the queue changes: read them, never write.
+        """
+        if self._columns is None:
+            used = self._used
+            alive = self._alive[:used]
+            self._columns = (
+                self._ids[:used][alive],
+                self._res[:used][alive],
+                self._req[:used][alive],
+            )
+        return self._columns
 
     def job(self, job_id: int) -> Job:
         """The waiting job with this id."""

@@ -6,6 +6,7 @@ a few microseconds however small the arrays, and FCFS/EASY asks hundreds of
 small questions per controller pass. With `numba <https://numba.pydata.org>`_
 installed, each of its steps runs as one compiled function instead:
 
+* :func:`idle_order`: the order in which jobs starting now take idle nodes;
 * :func:`release_map`: every node's release time, pre-start energy and tie key;
 * :func:`backfill`: the head's reservation and the jobs backfilled now;
 * :func:`project`: the whole projection of the waiting jobs (conservative
@@ -70,7 +71,7 @@ def cached() -> bool:
     if not ENABLED:
         return True
     try:
-        kernels = (release_map, backfill, plan_later, project, first_appearances)
+        kernels = (idle_order, release_map, backfill, plan_later, project, first_appearances)
         return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
     except AttributeError:  # pragma: no cover - another numba's internals
         return True
@@ -276,6 +277,28 @@ def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
     if ordered:
         return eligible[_cheapest_order(r, cost, key)], start
     return eligible[_cheapest(r, cost, key)], start
+
+
+@_jit
+def idle_order(state, since, timeout_s, now):
+    """:func:`hpcpower.policies.planning.idle_order` (``timeout_s`` nan for none)."""
+    count = 0
+    for s in state:
+        if s == 2:
+            count += 1
+    idle = np.empty(count, dtype=np.int64)
+    count = 0
+    for node in range(len(state)):
+        if state[node] == 2:
+            idle[count] = node
+            count += 1
+    if np.isnan(timeout_s) or count < 2:
+        return idle
+    rank = np.empty(count)
+    for k in range(count):
+        rank[k] = -((since[idle[k]] + timeout_s) - now)
+    # Stable: equal ranks keep id order.
+    return idle[_order(rank, rank)]
 
 
 @_jit
@@ -554,6 +577,52 @@ def _window_free(fa, fb, used, nodes, start, finish):
 
 
 @_jit
+def _first_covered(lo, last, r):
+    """The smallest interval start covered by ``r`` intervals ``[lo, last]`` (nan if none).
+
+    That is the smallest value ``s`` of ``lo`` with ``#(lo <= s) - #(last <
+    s) >= r``. The answer is usually one of the first few candidates, so
+    they are tried in turn with one scan each; after that, both columns are
+    sorted and the candidates swept in order (the same test, so the same
+    answer).
+    """
+    count = len(lo)
+    s = -INF
+    for _ in range(12):
+        found = False
+        nxt = INF
+        for q in range(count):
+            v = lo[q]
+            if v > s and (not found or v < nxt):
+                nxt = v
+                found = True
+        if not found:
+            return np.nan
+        s = nxt
+        covered = 0
+        for q in range(count):
+            if lo[q] <= s:
+                covered += 1
+            if last[q] < s:
+                covered -= 1
+        if covered >= r:
+            return s
+    lo_sorted = np.sort(lo)
+    last_sorted = np.sort(last)
+    j = 0  # intervals with last < s
+    i = 0
+    while i < count:
+        s = lo_sorted[i]
+        while i < count and lo_sorted[i] == s:
+            i += 1
+        while j < count and last_sorted[j] < s:
+            j += 1
+        if i - j >= r:
+            return s
+    return np.nan
+
+
+@_jit
 def _earliest(
     fa, fb, used, r, walltime, min_start, max_start, base_j, no_gap, idle_w, tie_key, now
 ):
@@ -593,21 +662,7 @@ def _earliest(
         return none
     lo_all = lo_all[:count]
     last_all = last_all[:count]
-    # The smallest interval start covered by r intervals [lo, last].
-    lo_sorted = np.sort(lo_all)
-    last_sorted = np.sort(last_all)
-    t = np.nan
-    j = 0  # intervals with last < s
-    i = 0
-    while i < count:
-        s = lo_sorted[i]
-        while i < count and lo_sorted[i] == s:
-            i += 1
-        while j < count and last_sorted[j] < s:
-            j += 1
-        if i - j >= r:
-            t = s
-            break
+    t = _first_covered(lo_all, last_all, r)
     if np.isnan(t):
         return none
     m = 0
@@ -640,8 +695,10 @@ def project(now, cluster, rm, started, head, rest):
     :class:`ReleaseMap` arrays ``(release, base_j, gap_w, no_gap, idle_w,
     tie_key)`` before any job was placed; ``started`` the jobs starting now
     (as :func:`_occupied` takes them); ``head`` the head's reservation
-    ``(nodes, start, walltime)``, its nodes in any order; ``rest`` the
-    columns ``(res, walltime)`` of the later jobs in arrival order.
+    ``(nodes, start, walltime, dispatched)``, its nodes in any order, made
+    after the first ``dispatched`` jobs of ``started`` (the later ones were
+    backfilled after it); ``rest`` the columns ``(res, walltime)`` of the
+    later jobs in arrival order.
 
     Returns ``(index, start, nodes, ptr)``: the placed jobs sorted by start
     (ties in placement order), ``index`` -1 for the head and else the job's
@@ -650,14 +707,22 @@ def project(now, cluster, rm, started, head, rest):
     state, since, on_mean = cluster
     release, base_j, gap_w, no_gap, idle_w, tie_key = rm
     started_nodes, started_ptr, started_req = started
-    head_nodes, head_start, head_req = head
+    head_nodes, head_start, head_req, dispatched = head
     rest_res, rest_req = rest
     n = len(state)
     # Release times after the jobs starting now, and the head's nodes in the
-    # order its reservation chose them (by cost, then tie key; they may come
-    # as a set).
+    # order its reservation chose them (by cost, then tie key, with the
+    # release times it saw: after the dispatched jobs, before the backfilled
+    # ones; the nodes may come as a set).
     rel = _occupied(release, now, started)
-    head_cost = base_j[head_nodes] + gap_w[head_nodes] * (head_start - rel[head_nodes])
+    seen = rel
+    if dispatched < len(started_req):
+        seen = _occupied(
+            release,
+            now,
+            (started_nodes, started_ptr[: dispatched + 1], started_req[:dispatched]),
+        )
+    head_cost = base_j[head_nodes] + gap_w[head_nodes] * (head_start - seen[head_nodes])
     head_nodes = head_nodes[_order(head_cost, tie_key[head_nodes])]
     # Timelines at the start of the pass: at most one busy block per node.
     width = 4
@@ -852,6 +917,6 @@ def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest):
         (state, since, on_mean),
         (release, base_j, gap_w, no_gap, idle_w, tie_key),
         started,
-        (head, head_start, head_req),
+        (head, head_start, head_req, len(started[2])),
         rest,
     )

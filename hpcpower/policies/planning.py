@@ -49,6 +49,10 @@ def idle_order(cluster, now: float, timeout_s: float | None) -> np.ndarray:
     the shortest time), then lowest id. Jobs dispatched in one pass take
     consecutive runs of this order.
     """
+    if kernels.ENABLED:
+        return kernels.idle_order(
+            cluster.state, cluster.since, np.nan if timeout_s is None else float(timeout_s), now
+        )
     if len(cluster.idle) <= 32:
         # Few idle nodes: Python lists are cheaper than array operations.
         nodes = sorted(cluster.idle)
@@ -750,16 +754,15 @@ class ArraySchedule(Schedule):
             self._compute = None
             if got is None:
                 got = (None, np.empty(0), _NO_NODES, np.zeros(1, dtype=np.int64))
-            job_at, starts, nodes, ptr = got
-            self._arrays = (job_at, starts.tolist(), nodes, ptr, ptr.tolist())
+            self._arrays = got
         return self._arrays
 
     def _entry(self, k: int) -> Planned:
         made = self._made
-        job_at, starts, nodes, _, bounds = self._arrays
+        job_at, starts, nodes, ptr = self._arrays
         while len(made) <= k:
             j = len(made)
-            made.append(Planned(job_at(j), starts[j], nodes[bounds[j] : bounds[j + 1]]))
+            made.append(Planned(job_at(j), float(starts[j]), nodes[ptr[j] : ptr[j + 1]]))
         return made[k]
 
     def iter_plan(self) -> Iterator[Planned]:
@@ -778,11 +781,11 @@ class ArraySchedule(Schedule):
         """As :meth:`Schedule.first_appearances`, from the arrays (one compiled scan)."""
         if not nodes:
             return {}
-        _, starts, flat, ptr, _ = self._load()
+        _, starts, flat, ptr = self._load()
         wanted = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
         found, entry, read = kernels.first_appearances(flat, ptr, wanted)
         self._read = max(self._read, read)
-        return dict(zip(found.tolist(), [starts[k] for k in entry.tolist()], strict=True))
+        return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
 
 
 class _Prefix(Sequence):

@@ -48,36 +48,38 @@ class IPM(PowerManager):
         now = view.now
         lead = cluster.switch_on_mean_s
         sleeping = cluster.sleeping
+        starts = schedule.start
 
         # Idle nodes not starting a job in this pass, and which of them expired
         # (oldest idle first, then by id) or expire next.
-        taken: set[int] = set()
-        for planned in schedule.start:
-            taken.update(np.asarray(planned.nodes).tolist())
         expired: list[int] = []
         next_expiry = None
-        if self.timeout_s is not None:
+        if self.timeout_s is not None and cluster.idle_since:
+            taken: set[int] = set()
+            for planned in starts:
+                taken.update(np.asarray(planned.nodes).tolist())
             expired, next_expiry = _expiries(cluster.idle_since, taken, self.timeout_s, now)
 
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
         # starts never decrease: read the plan until all of them appeared.
-        first_start = schedule.first_appearances(sleeping.union(expired))
-        # (A sleeping node is planned at now + lead at the earliest; with a
-        # zero lead that is now, and it is woken at once.)
-        earliest = {
-            node: start - lead[node] for node, start in first_start.items() if node in sleeping
-        }
+        # Sleeping nodes are woken in order of first appearance, at the
+        # planned start minus their lead (with a zero lead: now, at once).
+        first_start = {}
+        if sleeping or expired:
+            first_start = schedule.first_appearances(
+                sleeping.union(expired) if expired else sleeping
+            )
+            for node, start in first_start.items():
+                if node in sleeping:
+                    wake = start - lead[node]
+                    if wake <= now + EPS:
+                        decision.switch_on.append(node)
+                    else:
+                        decision.call_at.append(wake)
 
-        # Nodes are woken in order of first appearance in the plan, and
-        # switched off in the order they became idle, so that the duration
-        # draws happen in the authors' order.
-        for node, wake in earliest.items():
-            if wake <= now + EPS:
-                decision.switch_on.append(node)
-            else:
-                decision.call_at.append(wake)
-
+        # Expired nodes are switched off in the order they became idle, so
+        # that the duration draws happen in the authors' order.
         if expired:
             off = cluster.switch_off_mean_s
             for node in expired:
@@ -91,13 +93,14 @@ class IPM(PowerManager):
         # start waking for a running job's walltime end: each end is asked for
         # once, at the first pass that sees sleeping nodes while the job runs.
         pending = self._pending_ends
-        for record in view.completed:
-            pending.pop(record.job.id, None)
-        for planned in schedule.start:
+        if pending:
+            for record in view.completed:
+                pending.pop(record.job.id, None)
+        for planned in starts:
             pending[planned.job.id] = now + planned.job.reqtime_s
         # (Nodes woken in this pass no longer count as sleeping, as in the
         # authors' order: wakes first, then these callbacks.)
-        asleep = cluster.sleeping.difference(decision.switch_on) if pending else ()
+        asleep = sleeping.difference(decision.switch_on) if pending and sleeping else ()
         if asleep:
             shift = float(lead[next(iter(asleep))])
             decision.call_at.extend(e - shift for e in pending.values() if e - shift > now)

@@ -114,6 +114,7 @@ class FCFSEasy(QueuePolicy):
                         head,
                         _unpicked(columns, positions),
                     ),
+                    k,
                 ),
             )
         return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, positions))
@@ -343,11 +344,13 @@ def _project(view, base: ReleaseMap, started, head, rest) -> Iterator[Planned]:
         done = i == n_rest
 
 
-def _project_arrays(view, started, planned):
+def _project_arrays(view, started, planned, dispatched):
     """:func:`_project` by the compiled kernel, as arrays for an :class:`ArraySchedule`.
 
-    ``started`` are the jobs starting now; ``planned`` is ``(base, head,
-    rest)`` as :func:`_project` takes them, or ``None`` for no plan.
+    ``started`` are the jobs starting now, of which the first ``dispatched``
+    started before the head's reservation (the others were backfilled after
+    it); ``planned`` is ``(base, head, rest)`` as :func:`_project` takes
+    them, or ``None`` for no plan.
     """
     if planned is None:
         return None
@@ -359,7 +362,12 @@ def _project_arrays(view, started, planned):
         (cluster.state, cluster.since, cluster.switch_on_mean_s),
         (base.release, base.base_j, base.gap_w, base.no_gap, base.idle_w, base.tie_key),
         _started_columns(started),
-        (np.asarray(head.nodes, dtype=np.int64), float(head.start_s), float(head.job.reqtime_s)),
+        (
+            np.asarray(head.nodes, dtype=np.int64),
+            float(head.start_s),
+            float(head.job.reqtime_s),
+            dispatched,
+        ),
         (np.asarray(res, dtype=np.int64), np.asarray(req, dtype=float)),
     )
     return _jobs_of(view, head.job, ids, index), start, nodes, ptr
@@ -383,10 +391,9 @@ def _plan_later_arrays(view, timeout_s, started, k, order):
 def _jobs_of(view, head, ids, index):
     """``job_at(k)``: the job of plan entry ``k`` (``index`` -1: the head, else ``ids[index]``)."""
     job_of = view.queue.job
-    positions = index.tolist()
 
     def job_at(k: int):
-        i = positions[k]
+        i = index[k]
         return head if i < 0 else job_of(int(ids[i]))
 
     return job_at
