@@ -101,6 +101,15 @@ class JobQueue:
             )
         return self._columns
 
+    def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """``(ids, res, reqtime_s, alive, used)``: the buffers behind :meth:`fcfs_columns`.
+
+        Slots ``0 .. used - 1`` hold jobs in arrival order; those with
+        ``alive`` false have left the queue. For compiled planners, which
+        skip them cheaper than the queue can compact them. Read-only.
+        """
+        return self._ids, self._res, self._req, self._alive, self._used
+
     def job(self, job_id: int) -> Job:
         """The waiting job with this id."""
         return self._fcfs[job_id]

@@ -8,7 +8,8 @@ installed, each of its steps runs as one compiled function instead:
 
 * :func:`idle_order`: the order in which jobs starting now take idle nodes;
 * :func:`release_map`: every node's release time, pre-start energy and tie key;
-* :func:`backfill`: the head's reservation and the jobs backfilled now;
+* :func:`easy_pass`: the idle order, FCFS dispatch, the head's reservation
+  and the jobs backfilled now;
 * :func:`project`: the whole projection of the waiting jobs (conservative
   backfilling into the per-node timelines), and :func:`plan_later`, the
   same after reserving for the head when nothing else starts;
@@ -71,7 +72,7 @@ def cached() -> bool:
     if not ENABLED:
         return True
     try:
-        kernels = (idle_order, release_map, backfill, plan_later, project, first_appearances)
+        kernels = (idle_order, release_map, easy_pass, plan_later, project, first_appearances)
         return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
     except AttributeError:  # pragma: no cover - another numba's internals
         return True
@@ -391,41 +392,140 @@ def _occupied(release, now, started):
     ``started`` is ``(nodes, ptr, walltimes)``: job ``k`` runs on
     ``nodes[ptr[k]:ptr[k + 1]]``.
     """
-    started_nodes, started_ptr, started_req = started
     rel = release.copy()
-    for k in range(len(started_req)):
-        finish = now + started_req[k]
-        for node in started_nodes[started_ptr[k] : started_ptr[k + 1]]:
-            rel[node] = finish
+    _occupy(rel, now, started)
     return rel
 
 
 @_jit
-def backfill(now, nodes, timeout_s, order, started, head_res, idle, later_res, later_req):
+def _occupy(rel, now, started):
+    """:func:`_occupied` in place."""
+    started_nodes, started_ptr, started_req = started
+    for k in range(len(started_req)):
+        finish = now + started_req[k]
+        for q in range(started_ptr[k], started_ptr[k + 1]):
+            rel[started_nodes[q]] = finish
+
+
+#: :func:`easy_pass` outcomes: every waiting job starts; nothing after the
+#: head can start (plan later); the head is reserved for and later jobs backfilled.
+ALL_START, PLAN_LATER, BACKFILLED = 0, 1, 2
+
+
+@_jit
+def easy_pass(now, nodes, timeout_s, queue):
+    """One FCFS/EASY pass past its first test (``FCFSEasy.schedule``), in one call.
+
+    ``nodes`` as for :func:`release_map`; ``queue`` the queue's column
+    buffers ``(ids, res, walltimes, alive, used)`` (see
+    :meth:`~hpcpower.engine.queue.JobQueue.slots`). The pass's
+    :func:`idle_order`, then FCFS dispatch on it, then, unless every job
+    started or no later job fits on the idle nodes left, :func:`_backfill`.
+
+    Returns ``(k, m, outcome, h, c, head start, packed)``: ``k`` jobs
+    dispatched (each on the next ``res`` nodes of the idle order), ``m`` idle
+    nodes, ``outcome`` one of :data:`ALL_START`, :data:`PLAN_LATER`,
+    :data:`BACKFILLED`, and for BACKFILLED the head's ``h`` nodes (``h`` 0
+    when it cannot be placed) and ``c`` backfilled jobs. ``packed`` holds the
+    integers ``[idle order (m), dispatched ids (k), head id, backfilled ids
+    (c), head nodes (h), positions (c), ptr (c + 1), nodes]``: positions in
+    the columns after the head, and job ``q``'s nodes ``nodes[ptr[q]:ptr[q + 1]]``.
+    """
+    ids_all, res_all, req_all, alive, slots = queue
+    n_jobs = 0
+    for q in range(slots):
+        if alive[q]:
+            n_jobs += 1
+    ids = np.empty(n_jobs, dtype=np.int64)
+    res = np.empty(n_jobs, dtype=np.int64)
+    req = np.empty(n_jobs)
+    n_jobs = 0
+    for q in range(slots):
+        if alive[q]:
+            ids[n_jobs] = ids_all[q]
+            res[n_jobs] = res_all[q]
+            req[n_jobs] = req_all[q]
+            n_jobs += 1
+    order = idle_order(nodes[0], nodes[1], timeout_s, now)
+    m = len(order)
+    used = 0
+    k = 0
+    while k < n_jobs and res[k] <= m - used:
+        used += res[k]
+        k += 1
+    outcome = BACKFILLED
+    if k == n_jobs:
+        outcome = ALL_START
+    else:
+        outcome = PLAN_LATER
+        for j in range(k + 1, n_jobs):
+            if res[j] <= m - used:
+                outcome = BACKFILLED
+                break
+    if outcome != BACKFILLED:
+        packed = np.empty(m + k + 1, dtype=np.int64)
+        packed[:m] = order
+        packed[m : m + k] = ids[:k]
+        packed[m + k] = ids[k] if k < n_jobs else -1
+        return k, m, outcome, 0, 0, np.nan, packed
+    ptr = np.zeros(k + 1, dtype=np.int64)
+    for i in range(k):
+        ptr[i + 1] = ptr[i] + res[i]
+    h, c, head_start, core = _backfill(
+        now,
+        nodes,
+        timeout_s,
+        order,
+        (order[:used], ptr, req[:k]),
+        res[k],
+        order[used:],
+        res[k + 1 :],
+        req[k + 1 :],
+    )
+    packed = np.empty(m + k + 1 + c + len(core), dtype=np.int64)
+    packed[:m] = order
+    packed[m : m + k] = ids[:k]
+    packed[m + k] = ids[k]
+    at = m + k + 1
+    for q in range(c):
+        packed[at + q] = ids[k + 1 + core[h + q]]
+    packed[at + c :] = core
+    return k, m, outcome, h, c, head_start, packed
+
+
+@_jit
+def _backfill(now, nodes, timeout_s, order, started, head_res, idle, later_res, later_req):
     """EASY's head reservation and backfilling of one pass (as ``FCFSEasy.schedule``).
 
     The release map is made here from the cluster arrays (as
     :func:`release_map`, with ``order`` the pass's idle order). ``idle``
     holds the idle nodes left after dispatch, in idle order; ``started`` the
     jobs starting now (as :func:`_occupied` takes them); ``later_*`` the
-    columns of the jobs after the head, in arrival order. Returns ``(head
-    nodes, head start, positions, nodes, ptr)``: the head's nodes (as a set:
-    :func:`project` orders them), the backfilled jobs' positions in
-    ``later_*`` and their nodes (``nodes[ptr[k]:ptr[k + 1]]``); empty head
-    nodes when the head cannot be placed (then nothing is backfilled).
+    columns of the jobs after the head, in arrival order.
+
+    Returns ``(h, c, head start, packed)``, the integers packed in one
+    array: ``[head nodes (h), positions (c), ptr (c + 1), nodes]``, the
+    head's nodes (as a set: :func:`project` orders them), the positions in
+    ``later_*`` of the ``c`` backfilled jobs, and their nodes
+    (``nodes[ptr[k]:ptr[k + 1]]``); ``h`` is 0 when the head cannot be
+    placed (then nothing is backfilled).
     """
-    release, base_j, _, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
-    rel = _occupied(release, now, started)
+    rel, base_j, _, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
+    _occupy(rel, now, started)  # (the release map is not needed otherwise)
     # (The head's nodes as a set: only the plan needs their order, and
     # :func:`project` puts them in order.)
     head, head_start = _select(rel, base_j, gap_w, tie_key, head_res, now, False)
+    n_head = len(head)
     n_later = len(later_res)
-    positions = np.empty(n_later, dtype=np.int64)
-    buf = np.empty(len(idle), dtype=np.int64)
-    ptr = np.zeros(n_later + 1, dtype=np.int64)
-    if len(head) == 0:
-        return head, head_start, positions[:0], buf[:0], ptr[:1]
-    n = len(release)
+    if n_head == 0:
+        return 0, 0, head_start, np.zeros(1, dtype=np.int64)  # ptr = [0]
+    # Room for everything: at most every later job backfilled, on at most
+    # every idle node.
+    packed = np.empty(n_head + 2 * n_later + 1 + len(idle), dtype=np.int64)
+    packed[:n_head] = head
+    positions = packed[n_head : n_head + n_later]
+    buf = packed[n_head + 2 * n_later + 1 :]
+    n = len(rel)
     reserved = np.zeros(n, dtype=np.bool_)
     reserved[head] = True
     taken = np.zeros(n, dtype=np.bool_)
@@ -435,6 +535,7 @@ def backfill(now, nodes, timeout_s, order, started, head_res, idle, later_res, l
     n_idle = len(rest)
     limit = head_start + EPS
     count = 0
+    used = 0
     p = 0
     while p < n_later and n_idle > 0:
         # The first later job that fits on idle nodes outside the reservation,
@@ -448,20 +549,28 @@ def backfill(now, nodes, timeout_s, order, started, head_res, idle, later_res, l
         if j == n_later:
             break
         r = later_res[j]
-        start = ptr[count]
         # Both runs keep the idle order; taking a prefix of one removes
         # scattered nodes from the other.
         if r <= n_free:
-            n_free = _take(free, n_free, r, buf[start : start + r], taken)
+            n_free = _take(free, n_free, r, buf[used : used + r], taken)
             n_idle = _without(rest, n_idle, taken)
         else:
-            n_idle = _take(rest, n_idle, r, buf[start : start + r], taken)
+            n_idle = _take(rest, n_idle, r, buf[used : used + r], taken)
             n_free = _without(free, n_free, taken)
         positions[count] = j
-        ptr[count + 1] = start + r
+        used += r
         count += 1
         p = j + 1
-    return head, head_start, positions[:count], buf[: ptr[count]], ptr[: count + 1]
+    # Close up: positions, then ptr, then the nodes.
+    at = n_head + count
+    packed[at] = 0
+    for k in range(count):
+        packed[at + k + 1] = packed[at + k] + later_res[positions[k]]
+    at += count + 1
+    # (Forwards, element by element: the target starts before the source.)
+    for q in range(used):
+        packed[at + q] = buf[q]
+    return n_head, count, head_start, packed[: at + used]
 
 
 # ------------------------------------------------------------- timelines

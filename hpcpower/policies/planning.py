@@ -73,18 +73,23 @@ def node_arrays(cluster) -> tuple[np.ndarray, ...]:
     """The cluster's arrays a release map is made from, as the kernels take them.
 
     ``(state, since, expected_end_s, switch_on_mean_s, switch_off_mean_s,
-    switching_on_w, switching_off_w, idle_w)``.
+    switching_on_w, switching_off_w, idle_w)``. The cluster changes these
+    arrays in place, so the tuple is made once per cluster.
     """
-    return (
-        cluster.state,
-        cluster.since,
-        cluster.expected_end_s,
-        cluster.switch_on_mean_s,
-        cluster.switch_off_mean_s,
-        cluster.switching_on_w,
-        cluster.switching_off_w,
-        cluster.idle_w,
-    )
+    try:
+        return cluster._node_arrays
+    except AttributeError:
+        cluster._node_arrays = (
+            cluster.state,
+            cluster.since,
+            cluster.expected_end_s,
+            cluster.switch_on_mean_s,
+            cluster.switch_off_mean_s,
+            cluster.switching_on_w,
+            cluster.switching_off_w,
+            cluster.idle_w,
+        )
+        return cluster._node_arrays
 
 
 class ReleaseMap:

@@ -63,6 +63,8 @@ class FCFSEasy(QueuePolicy):
                     ),
                 )
             return Schedule([], _plan_later(view, timeout_s, [], 0, None))
+        if kernels.ENABLED:
+            return _schedule_compiled(view, timeout_s)
         idle = order = idle_order(view.cluster, now, timeout_s)
         used = 0
         first = None
@@ -79,20 +81,12 @@ class FCFSEasy(QueuePolicy):
         if view.queue.min_res() > len(idle):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
-            if kernels.ENABLED:
-                return ArraySchedule(
-                    out.start, lambda: _plan_later_arrays(view, timeout_s, out.start, k, order)
-                )
             return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
         ids, res, req = view.queue.fcfs_columns()
         first_later = len(out.start) + 1
         ids, res, req = ids[first_later:], res[first_later:], req[first_later:]
-        if kernels.ENABLED:
-            base = None  # (made again only if the plan is read)
-            picked = _backfill_compiled(view, timeout_s, order, out.start, first, idle, res, req)
-        else:
-            base = ReleaseMap(view, timeout_s, idle_nodes=order)
-            picked = _backfill(view, base, out.start, first, idle, res, req)
+        base = ReleaseMap(view, timeout_s, idle_nodes=order)
+        picked = _backfill(view, base, out.start, first, idle, res, req)
         head_nodes, head_start, positions, gangs = picked
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
@@ -103,21 +97,61 @@ class FCFSEasy(QueuePolicy):
         for j, gang in zip(positions, gangs, strict=True):
             out.start.append(Planned(view.queue.job(int(ids[j])), now, gang))
         columns = (ids, res, req)
-        if kernels.ENABLED:
-            return ArraySchedule(
-                out.start,
-                lambda: _project_arrays(
-                    view,
-                    out.start,
-                    (
-                        ReleaseMap(view, timeout_s, idle_nodes=order),
-                        head,
-                        _unpicked(columns, positions),
-                    ),
-                    k,
-                ),
-            )
         return Schedule(out.start, _plan_rest(view, base, out.start, head, columns, positions))
+
+
+def _schedule_compiled(view, timeout_s: float | None) -> Schedule:
+    """:meth:`FCFSEasy.schedule` after its first test, by :func:`kernels.easy_pass` (same choices).
+
+    The kernel tests "nothing else can start" on the jobs after the head
+    (the numpy path on the whole queue, a weaker test); when the two differ,
+    the numpy path backfills nothing and plans exactly what
+    :func:`_plan_later` plans, so the schedules are the same.
+    """
+    now = view.now
+    queue = view.queue
+    job_of = queue.job
+    k, m, outcome, h, c, head_start, packed = kernels.easy_pass(
+        now, node_arrays(view.cluster), _timeout_arg(timeout_s), queue.slots()
+    )
+    order = packed[:m]
+    start = []
+    at = 0
+    for job_id in packed[m : m + k].tolist():
+        job = job_of(job_id)
+        start.append(Planned(job, now, order[at : at + job.res]))
+        at += job.res
+    if outcome == kernels.ALL_START:
+        return Schedule(start)
+    if outcome == kernels.PLAN_LATER:
+        return ArraySchedule(start, lambda: _plan_later_arrays(view, timeout_s, start, k, order))
+    # The head is the first waiting job. If it cannot be placed (too few
+    # nodes with a known release, e.g. many jobs past their walltime), there
+    # is no reservation, so no backfilling and no plan in this pass.
+    if not h:
+        return Schedule(start)
+    at = m + k
+    head = Planned(job_of(int(packed[at])), head_start, packed[at + 1 + c : at + 1 + c + h])
+    backfilled = packed[at + 1 : at + 1 + c].tolist()
+    at += 1 + c + h
+    positions = packed[at : at + c].tolist()
+    bounds = packed[at + c : at + 2 * c + 1].tolist()
+    nodes = packed[at + 2 * c + 1 :]
+    for q, job_id in enumerate(backfilled):
+        start.append(Planned(job_of(job_id), now, nodes[bounds[q] : bounds[q + 1]]))
+
+    def plan():
+        ids, res, req = queue.fcfs_columns()
+        columns = (ids[k + 1 :], res[k + 1 :], req[k + 1 :])
+        base = ReleaseMap(view, timeout_s, idle_nodes=order)
+        return _project_arrays(view, start, (base, head, _unpicked(columns, positions)), k)
+
+    return ArraySchedule(start, plan)
+
+
+def _timeout_arg(timeout_s: float | None) -> float:
+    """The idle timeout as the kernels take it (nan for none)."""
+    return np.nan if timeout_s is None else float(timeout_s)
 
 
 def _backfill(view, base, started, first, idle, res, req):
@@ -176,23 +210,6 @@ def _backfill(view, base, started, first, idle, res, req):
     return head_nodes, head_start, positions, gangs
 
 
-def _backfill_compiled(view, timeout_s, order, started, first, idle, res, req):
-    """:func:`_backfill` by the compiled kernel (the same choices; the head's nodes as a set)."""
-    picked = kernels.backfill(
-        *_pass_arrays(view, timeout_s, order, started),
-        first.res,
-        np.asarray(idle, dtype=np.int64),
-        np.asarray(res, dtype=np.int64),
-        np.asarray(req, dtype=float),
-    )
-    head_nodes, head_start, positions, nodes, ptr = picked
-    if not len(head_nodes):
-        return None, None, [], []
-    bounds = ptr.tolist()
-    gangs = [nodes[bounds[k] : bounds[k + 1]] for k in range(len(positions))]
-    return head_nodes, head_start, positions.tolist(), gangs
-
-
 def _pass_arrays(view, timeout_s, order, started) -> tuple:
     """The leading arguments of the pass kernels.
 
@@ -202,7 +219,7 @@ def _pass_arrays(view, timeout_s, order, started) -> tuple:
     return (
         view.now,
         node_arrays(view.cluster),
-        np.nan if timeout_s is None else float(timeout_s),
+        _timeout_arg(timeout_s),
         np.asarray(order, dtype=np.int64),
         _started_columns(started),
     )
