@@ -161,11 +161,19 @@ class Cluster:
                 idle_since[node] = now
 
     def _move_many(
-        self, nodes: np.ndarray, listed: list[int], old: int, new: int, left: bool = False
+        self,
+        nodes: np.ndarray,
+        listed: list[int],
+        old: int,
+        new: int,
+        left: bool = False,
+        together: bool = False,
     ) -> None:
         """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``.
 
         ``left``: the caller already took the nodes out of the set of ``old``.
+        ``together``: the nodes entered ``old`` at the same instant (the gang
+        of one job), so one duration serves them all.
         """
         now = self.env._now
         since = self.since
@@ -179,6 +187,10 @@ class Cluster:
                 row[node] += now - since[node]
                 since[node] = now
                 state[node] = new
+        elif together:
+            row[nodes] += now - since[listed[0]]
+            since[nodes] = now
+            self.state[nodes] = new
         else:
             row[nodes] += now - since[nodes]
             since[nodes] = now
@@ -278,7 +290,9 @@ class Cluster:
     def release(self, job_id: int, gang: np.ndarray) -> None:
         """Return a finished job's nodes to idle."""
         listed = gang.tolist()
-        self._move_many(gang, listed, COMPUTING, IDLE)
+        # (A gang starts at one instant and nothing moves its nodes until it
+        # ends, so they all entered computing together.)
+        self._move_many(gang, listed, COMPUTING, IDLE, together=True)
         if len(listed) <= _SMALL_GANG:
             job_on = self.job_on
             expected_end = self.expected_end_s

@@ -27,12 +27,33 @@ def test_merge_sort_is_numpys_stable_lexsort(primary, secondary):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(floats, min_size=1, max_size=60), st.data())
-def test_quickselect_is_the_kth_order_statistic(values, data):
+@given(
+    st.one_of(
+        st.lists(floats, min_size=1, max_size=300),
+        # Few distinct values, as release times of gangs are.
+        st.lists(st.integers(0, 6).map(float), min_size=1, max_size=300),
+    ),
+    st.data(),
+)
+def test_selection_is_the_kth_order_statistic(values, data):
+    """Any ``k``, with many or few distinct values: numpy's answer."""
     a = np.array(values)
     k = data.draw(st.integers(0, len(a) - 1))
     assert kernels._kth(a, k) == np.partition(a, k)[k]
     assert a.tolist() == values  # the input is left alone
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5).map(float), min_size=1, max_size=300), st.data())
+def test_cheapest_takes_the_r_smallest_pairs(costs, data):
+    """Any ``r``, with many ties in cost: the set numpy's lexsort gives."""
+    cost = np.array(costs)
+    key = np.random.default_rng(len(costs)).permutation(len(cost)).astype(np.int64)
+    r = data.draw(st.integers(1, len(cost)))
+    want = np.lexsort((key, cost))[:r]
+    got = kernels._cheapest(r, cost, key)
+    assert len(got) == r
+    assert sorted(got.tolist()) == sorted(want.tolist())
 
 
 @settings(max_examples=200, deadline=None)
