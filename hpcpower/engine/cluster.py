@@ -251,7 +251,12 @@ class Cluster:
 
         ``expected_end_s`` (start + walltime) is kept for planners.
         """
-        gang = nodes if isinstance(nodes, np.ndarray) else np.fromiter(nodes, dtype=np.intp)
+        if isinstance(nodes, np.ndarray):
+            # A view of a policy's larger array would keep all of it alive
+            # for as long as the run keeps the gang: keep a copy instead.
+            gang = nodes if nodes.base is None else nodes.copy()
+        else:
+            gang = np.fromiter(nodes, dtype=np.intp)
         if gang.dtype.kind not in "iu":
             raise IllegalTransition(f"job {job_id}: node ids must be integers, got {gang!r}")
         listed = gang.tolist()

@@ -161,3 +161,23 @@ def test_a_bad_gang_is_refused_and_leaves_the_cluster_as_it_was(gang, message):
     assert list(cluster.idle_since) == [0, 1]
     assert cluster.state.tolist() == [2, 2, 3, 3]
     assert cluster.counts == [0, 0, 2, 2, 0]
+
+
+def test_a_gang_given_as_a_view_is_kept_as_its_own_copy():
+    """The run keeps every job's gang to the end; a view would keep the policy's whole array.
+
+    (Planners hand out gangs as slices of one array per pass; kept as views,
+    a long trace held every pass's array: gigabytes for SDSC Blue.)
+    """
+    import numpy as np
+    import simpy
+
+    from hpcpower.engine.cluster import Cluster
+
+    cluster = Cluster(simpy.Environment(), tiny_platform(4), np.random.default_rng(0))
+    pass_array = np.array([3, 1, 0, 2])
+    gang = cluster.allocate(7, pass_array[1:3], 10.0)
+    assert gang.tolist() == [1, 0]
+    assert gang.base is None
+    own = np.array([3])
+    assert cluster.allocate(8, own, 10.0) is own  # (an array of its own is not copied)
