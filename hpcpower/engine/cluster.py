@@ -19,6 +19,7 @@ import simpy
 from hpcpower.engine.node import Node
 from hpcpower.errors import IllegalTransition
 from hpcpower.platform import STATE_LABELS, TRANSITIONS, NodeState, Platform
+from hpcpower.policies import kernels
 
 SLEEPING = int(NodeState.SLEEPING)
 SWITCHING_ON = int(NodeState.SWITCHING_ON)
@@ -28,6 +29,8 @@ SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
 _LEGAL = frozenset((int(a), int(b)) for a, b in TRANSITIONS)
 #: Gangs up to this size are updated node by node instead of by fancy indexing.
 _SMALL_GANG = 4
+#: ``(job id, expected end)`` of a node without a job.
+_NO_JOB = (-1, np.nan)
 
 
 class Cluster:
@@ -160,41 +163,56 @@ class Cluster:
             elif new == IDLE:
                 idle_since[node] = now
 
-    def _move_many(
+    def _move_gang(
         self,
-        nodes: np.ndarray,
+        gang: np.ndarray,
         listed: list[int],
         old: int,
         new: int,
+        job: tuple[int, float],
         left: bool = False,
-        together: bool = False,
     ) -> None:
-        """Move distinct ``nodes`` (``listed`` is the same as a list) from ``old`` to ``new``.
+        """Move a gang's distinct nodes from ``old`` to ``new`` (``listed``: the same, as a list).
 
-        ``left``: the caller already took the nodes out of the set of ``old``.
-        ``together``: the nodes entered ``old`` at the same instant (the gang
-        of one job), so one duration serves them all.
+        ``job`` is ``(job id, expected end)`` to record on the nodes (``(-1,
+        nan)`` for none). ``left``: the caller already took the nodes out of
+        the set of ``old``. The arrays change by one compiled call when the
+        kernels are in use (the same float operations), else by numpy.
         """
         now = self.env._now
-        since = self.since
-        row = self._seconds[old]
-        k = len(listed)
-        if k <= _SMALL_GANG:
+        if kernels.ENABLED:
+            kernels.move_gang(
+                self._seconds,
+                self.since,
+                self.state,
+                self.job_on,
+                self.expected_end_s,
+                gang,
+                now,
+                (old, new),
+                job,
+            )
+        elif len(listed) <= _SMALL_GANG:
             # Element by element is cheaper than fancy indexing for a few
             # nodes, and adds the same float64 values.
+            row = self._seconds[old]
+            since = self.since
             state = self.state
+            job_on = self.job_on
+            expected_end = self.expected_end_s
             for node in listed:
                 row[node] += now - since[node]
                 since[node] = now
                 state[node] = new
-        elif together:
-            row[nodes] += now - since[listed[0]]
-            since[nodes] = now
-            self.state[nodes] = new
+                job_on[node] = job[0]
+                expected_end[node] = job[1]
         else:
-            row[nodes] += now - since[nodes]
-            since[nodes] = now
-            self.state[nodes] = new
+            self._seconds[old][gang] += now - self.since[gang]
+            self.since[gang] = now
+            self.state[gang] = new
+            self.job_on[gang] = job[0]
+            self.expected_end_s[gang] = job[1]
+        k = len(listed)
         counts = self.counts
         counts[old] -= k
         counts[new] += k
@@ -270,16 +288,7 @@ class Cluster:
             n = self.n_nodes
             idle.update(node for node in listed if 0 <= node < n and self.state[node] == IDLE)
             raise self._bad_gang(job_id, listed)
-        self._move_many(gang, listed, IDLE, COMPUTING, left=True)
-        if k <= _SMALL_GANG:
-            job_on = self.job_on
-            expected_end = self.expected_end_s
-            for node in listed:
-                job_on[node] = job_id
-                expected_end[node] = expected_end_s
-        else:
-            self.job_on[gang] = job_id
-            self.expected_end_s[gang] = expected_end_s
+        self._move_gang(gang, listed, IDLE, COMPUTING, (job_id, expected_end_s), left=True)
         return gang
 
     def _bad_gang(self, job_id: int, listed: list[int]) -> IllegalTransition:
@@ -294,19 +303,7 @@ class Cluster:
 
     def release(self, job_id: int, gang: np.ndarray) -> None:
         """Return a finished job's nodes to idle."""
-        listed = gang.tolist()
-        # (A gang starts at one instant and nothing moves its nodes until it
-        # ends, so they all entered computing together.)
-        self._move_many(gang, listed, COMPUTING, IDLE, together=True)
-        if len(listed) <= _SMALL_GANG:
-            job_on = self.job_on
-            expected_end = self.expected_end_s
-            for node in listed:
-                job_on[node] = -1
-                expected_end[node] = np.nan
-        else:
-            self.job_on[gang] = -1
-            self.expected_end_s[gang] = np.nan
+        self._move_gang(gang, gang.tolist(), COMPUTING, IDLE, _NO_JOB)
 
     def _check(self, node: int, expected: int, action: str) -> None:
         reason = self._why_not(node, expected)

@@ -13,7 +13,8 @@ installed, each of its steps runs as one compiled function instead:
 * :func:`project`: the whole projection of the waiting jobs (conservative
   backfilling into the per-node timelines), and :func:`plan_later`, the
   same after reserving for the head when nothing else starts;
-* :func:`first_appearances`: what IPM reads from such a plan.
+* :func:`first_appearances`: what IPM reads from such a plan;
+* :func:`move_gang`: the engine's one compiled step, a gang's nodes changing state.
 
 They compute *the same results, to the bit*: each follows the numpy code
 step by step (same candidate starts, same float operations in the same
@@ -72,7 +73,15 @@ def cached() -> bool:
     if not ENABLED:
         return True
     try:
-        kernels = (idle_order, release_map, easy_pass, plan_later, project, first_appearances)
+        kernels = (
+            idle_order,
+            release_map,
+            easy_pass,
+            plan_later,
+            project,
+            first_appearances,
+            move_gang,
+        )
         return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
     except AttributeError:  # pragma: no cover - another numba's internals
         return True
@@ -82,6 +91,26 @@ def _jit(func):
     if numba is None:  # pragma: no cover
         return func
     return numba.njit(cache=True, nogil=True)(func)
+
+
+# ------------------------------------------------------------- engine
+@_jit
+def move_gang(seconds, since, state, job_on, expected_end, gang, now, move, job):
+    """A gang's nodes change state (``Cluster.allocate`` and ``release``), in one call.
+
+    ``seconds`` is the cluster's (state, node) table of seconds; ``move`` is
+    ``(old, new)``; ``job`` is ``(job id, expected end)`` recorded on the
+    nodes. Each node adds ``now - since`` to its seconds in ``old``, exactly
+    as the numpy update does.
+    """
+    old, new = move
+    job_id, end = job
+    for node in gang:
+        seconds[old, node] += now - since[node]
+        since[node] = now
+        state[node] = new
+        job_on[node] = job_id
+        expected_end[node] = end
 
 
 # ------------------------------------------------- sorting and selection

@@ -180,3 +180,41 @@ def test_the_cache_check_sees_the_compiled_kernels():
     assert kernels.cached()
     with kernels.use(False):
         assert kernels.cached()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_gang_moves_change_the_cluster_arrays_as_numpy_does(data):
+    """Allocate and release random gangs at random times, compiled and numpy: the same bits."""
+    import simpy
+
+    from hpcpower.engine.cluster import Cluster
+
+    n = data.draw(st.integers(1, 12))
+    clusters = {}
+    for compiled in (False, True):
+        env = simpy.Environment()
+        clusters[compiled] = (env, Cluster(env, tiny_platform(n), np.random.default_rng(0)))
+    running: dict[int, list[int]] = {}
+    now = 0.0
+    for job_id in range(data.draw(st.integers(1, 15))):
+        now += data.draw(st.sampled_from([0.0, 0.1, 1.0, 3.7, 1e6]))
+        free = sorted(clusters[False][1].idle)
+        if free and data.draw(st.booleans()):
+            gang = data.draw(st.permutations(free))[: data.draw(st.integers(1, len(free)))]
+            running[job_id] = gang
+            end = data.draw(st.sampled_from([np.nan, now + 5.0]))
+            action = ("allocate", job_id, np.array(gang), end)
+        elif running:
+            done = data.draw(st.sampled_from(sorted(running)))
+            action = ("release", done, np.array(running.pop(done)))
+        else:
+            continue
+        for compiled, (env, cluster) in clusters.items():
+            env._now = now
+            with kernels.use(compiled):
+                getattr(cluster, action[0])(*action[1:])
+    (_, slow), (_, fast) = clusters[False], clusters[True]
+    for name in ("_seconds", "since", "state", "job_on", "expected_end_s"):
+        assert np.array_equal(getattr(slow, name), getattr(fast, name), equal_nan=True), name
+    assert slow.counts == fast.counts and slow.idle == fast.idle
