@@ -285,6 +285,19 @@ def test_bad_choice_or_setting_is_one_clear_error(tiny_scenario, tmp_path, capsy
     assert not out.exists()
 
 
+@pytest.mark.parametrize("setting", ["nunpy", "numba ", "NumPy"])
+def test_the_kernels_variable_is_checked(tiny_scenario, tmp_path, capsys, monkeypatch, setting):
+    """A typo in HPCPOWER_KERNELS is refused by name; case and spaces do not matter."""
+    from hpcpower.policies import kernels
+
+    monkeypatch.setattr(kernels, "SETTING", setting)
+    code, out, err = cli(capsys, "run", tiny_scenario, "--out", tmp_path / "o", "-q")
+    if setting.strip().lower() in ("numba", "numpy"):
+        assert code == 0, err
+    else:
+        assert_clean_error(code, out, err, "HPCPOWER_KERNELS", repr(setting), "'numpy'")
+
+
 def test_missing_scenario_file(tmp_path, capsys):
     missing = tmp_path / "nothere.toml"
     code, stdout, err = cli(capsys, "run", missing, "--out", tmp_path / "o")

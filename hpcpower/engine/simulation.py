@@ -37,6 +37,7 @@ from hpcpower.engine.cluster import Cluster
 from hpcpower.engine.queue import JobQueue, Running
 from hpcpower.errors import InputError, PolicyError
 from hpcpower.platform import NodeState, Platform
+from hpcpower.policies import kernels
 from hpcpower.policies.base import Decision, Policy, SystemView
 from hpcpower.workload.job import Job, Workload
 
@@ -77,6 +78,7 @@ class Simulation:
         repeat_pass: bool = True,
         config: dict[str, Any] | None = None,
     ) -> None:
+        kernels.check_setting()
         if not isinstance(workload, Workload):
             workload = Workload(list(workload), source="jobs")
         _check_jobs(workload)

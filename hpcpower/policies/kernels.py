@@ -37,6 +37,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from hpcpower.errors import InputError
+
 try:  # pragma: no cover - exercised only where numba is (not) installed
     import numba
 
@@ -45,8 +47,24 @@ except ImportError:  # pragma: no cover
     numba = None
     AVAILABLE = False
 
+#: ``HPCPOWER_KERNELS`` as set (``numba``, the default, or ``numpy``).
+SETTING = os.environ.get("HPCPOWER_KERNELS", "numba")
+
 #: Whether the planners use the compiled kernels (numba installed and not disabled).
-ENABLED = AVAILABLE and os.environ.get("HPCPOWER_KERNELS", "numba").lower() != "numpy"
+ENABLED = AVAILABLE and SETTING.strip().lower() != "numpy"
+
+
+def check_setting() -> None:
+    """Refuse an ``HPCPOWER_KERNELS`` that is neither ``numba`` nor ``numpy`` (a typo).
+
+    Called when a simulation is made, so that the command line reports it
+    as one line, not as a traceback at import.
+    """
+    if SETTING.strip().lower() not in ("numba", "numpy"):
+        raise InputError(
+            f"environment variable HPCPOWER_KERNELS must be 'numba' or 'numpy', got {SETTING!r}"
+        )
+
 
 EPS = 1e-9
 INF = np.inf

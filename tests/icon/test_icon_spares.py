@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -191,7 +190,11 @@ def test_expired_nodes_always_go_off_and_smin_wakes_one():
     assert plan0.target == 0 and plan0.wake == []
 
 
-def test_one_optimisation_at_1152_nodes_is_fast():
+def test_one_optimisation_at_1152_nodes_spans_every_sleeping_node():
+    """A full-size platform: the plan's range covers all sleeping nodes at a finite cost.
+
+    (How long it takes is measured by ``benchmarks/bench_icon.py``.)
+    """
     rng = np.random.default_rng(5)
     n = 1152
     state = rng.choice([SLEEP, ON, IDLE, COMP, OFF], size=n, p=[0.3, 0.03, 0.15, 0.5, 0.02])
@@ -205,13 +208,8 @@ def test_one_optimisation_at_1152_nodes_is_fast():
     pmf = list(zip(sizes.tolist(), (np.ones(len(sizes)) / len(sizes)).tolist(), strict=True))
     event = next_event(1 / 800, [3000.0], 1, 1 / 7200, 4000.0)
     settings = SpareSettings(5000.0, 1.0, 1, n)
-    times = []
-    for _ in range(30):
-        t0 = time.perf_counter()
-        plan = optimise(nodes, 1e6, event, pmf, settings)
-        times.append(time.perf_counter() - t0)
+    plan = optimise(nodes, 1e6, event, pmf, settings)
     assert plan.x_max - plan.x_min == len(nodes.sleeping)
-    assert float(np.median(times)) < 0.02  # about 1 ms on a quiet machine; spec: < 5 ms
     assert math.isfinite(plan.cost)
 
 
