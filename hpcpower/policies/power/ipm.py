@@ -54,11 +54,12 @@ class IPM(PowerManager):
         # (oldest idle first, then by id) or expire next.
         expired: list[int] = []
         next_expiry = None
-        if self.timeout_s is not None and cluster.idle_since:
+        idle_since = cluster.idle_since if self.timeout_s is not None else None
+        if idle_since:
             taken: set[int] = set()
             for planned in starts:
                 taken.update(np.asarray(planned.nodes).tolist())
-            expired, next_expiry = _expiries(cluster.idle_since, taken, self.timeout_s, now)
+            expired, next_expiry = _expiries(idle_since, taken, self.timeout_s, now)
 
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
@@ -133,8 +134,11 @@ def _expiries(
             continue
         expiry = since + timeout_s
         if now < expiry:
-            expired.sort()
-            return [node for _, node in expired], expiry
+            break
         expired.append((since, node))
-    expired.sort()
-    return [node for _, node in expired], None
+    else:
+        expiry = None
+    if expired:
+        expired.sort()
+        return [node for _, node in expired], expiry
+    return expired, expiry

@@ -45,10 +45,9 @@ class FCFSEasy(QueuePolicy):
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
         """Dispatch, reserve for the head, backfill, and plan the rest."""
-        out = Schedule()
         queue = view.queue
         if not len(queue):
-            return out
+            return Schedule()
         now = view.now
         n_idle = len(view.cluster.idle)
         if queue.min_res() > n_idle:
@@ -65,6 +64,7 @@ class FCFSEasy(QueuePolicy):
             return Schedule([], _plan_later(view, timeout_s, [], 0, None))
         if kernels.ENABLED:
             return _schedule_compiled(view, timeout_s)
+        out = Schedule()
         idle = order = idle_order(view.cluster, now, timeout_s)
         used = 0
         first = None
