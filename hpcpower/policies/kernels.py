@@ -181,7 +181,12 @@ def _argsort2(primary, secondary):
 @_jit
 def _kth(values, k):
     """The ``k``-th smallest value (0-based), as ``np.partition(values, k)[k]``."""
-    a = values.copy()
+    return _kth_in_place(values.copy(), k)
+
+
+@_jit
+def _kth_in_place(a, k):
+    """:func:`_kth`, reordering ``a`` itself."""
     lo = 0
     hi = len(a) - 1
     while lo < hi:
@@ -299,10 +304,24 @@ def select(release, base_j, gap_w, tie_key, r, min_start):
 def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
     """:func:`select`; with ``ordered`` false the nodes come in no particular order."""
     m = len(release)
+    work = (np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
+    return _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work)
+
+
+@_jit
+def _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work):
+    """:func:`_select` working in ``work``: ``(floats, floats, ints, ints)``, one slot per node.
+
+    The projection selects once per planned job and hands the same work
+    arrays each time (allocations are a large part of its time).
+    """
+    m = len(release)
     if r > m:
         return np.empty(0, dtype=np.int64), np.nan
+    copy, cost_buf, eligible_buf, key_buf = work
     if r < m:
-        kth = _kth(release, r - 1)
+        copy[:] = release
+        kth = _kth_in_place(copy, r - 1)
     else:
         kth = release.max()
     if kth == INF:
@@ -312,9 +331,9 @@ def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
     for i in range(m):
         if release[i] <= start:
             k += 1
-    eligible = np.empty(k, dtype=np.int64)
-    cost = np.empty(k)
-    key = np.empty(k, dtype=np.int64)
+    eligible = eligible_buf[:k]
+    cost = cost_buf[:k]
+    key = key_buf[:k]
     k = 0
     for i in range(m):
         if release[i] <= start:
@@ -779,24 +798,41 @@ def _first_covered(lo, last, r):
 
 
 @_jit
+def _no_gap_found():
+    """What :func:`_earliest` returns when no gap fits."""
+    return np.empty(0, dtype=np.int64), np.nan
+
+
+@_jit
 def _earliest(
-    fa, fb, used, r, walltime, min_start, max_start, base_j, no_gap, idle_w, tie_key, now
+    fa, fb, used, r, walltime, min_start, max_start, base_j, no_gap, idle_w, tie_key, now, scratch
 ):
-    """:meth:`Timelines.earliest` (``max_start`` nan: none): ``(nodes, start)``, empty if none."""
-    none = (np.empty(0, dtype=np.int64), np.nan)
+    """:meth:`Timelines.earliest` (``max_start`` nan: none): ``(nodes, start)``, empty if none.
+
+    ``scratch`` is ``(floats (3, m), ints (m))`` to work in when the
+    timelines hold at most ``m`` free intervals (else arrays are made):
+    allocations are a large part of the projection's time.
+    """
     bounded = not np.isnan(max_start)
     if bounded and min_start + EPS >= max_start:
-        return none
+        return _no_gap_found()
     n = fa.shape[0]
     if n < r:
-        return none
+        return _no_gap_found()
     total = 0
     for node in range(n):
         total += used[node]
-    lo_all = np.empty(total)
-    last_all = np.empty(total)
-    a_all = np.empty(total)
-    node_all = np.empty(total, dtype=np.int64)
+    scratch_f, scratch_i = scratch
+    if total <= len(scratch_i):
+        lo_all = scratch_f[0]
+        last_all = scratch_f[1]
+        a_all = scratch_f[2]
+        node_all = scratch_i
+    else:
+        lo_all = np.empty(total)
+        last_all = np.empty(total)
+        a_all = np.empty(total)
+        node_all = np.empty(total, dtype=np.int64)
     count = 0
     for node in range(n):
         for i in range(used[node]):
@@ -815,12 +851,12 @@ def _earliest(
             node_all[count] = node
             count += 1
     if count < r:
-        return none
+        return _no_gap_found()
     lo_all = lo_all[:count]
     last_all = last_all[:count]
     t = _first_covered(lo_all, last_all, r)
     if np.isnan(t):
-        return none
+        return _no_gap_found()
     m = 0
     for q in range(count):
         if lo_all[q] <= t and last_all[q] >= t:
@@ -952,20 +988,26 @@ def project(now, cluster, rm, started, head, rest):
     ptr[1] = len(head_nodes)
     count = 1
 
+    # Room for the gap search: one slot per free interval (grown with the timelines).
+    scratch = (np.empty((3, fa.size)), np.empty(fa.size, dtype=np.int64))
+
     # FCFS-forward plan seeded with the head's reservation.
     for node in head_nodes:
         rel[node] = head_end
     barrier = head_start
+    work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
     for i in range(n_rest):
         res = rest_res[i]
         wall = rest_req[i]
-        nodes, start = select(rel, base_j, gap_w, tie_key, res, barrier)
+        nodes, start = _select_in(rel, base_j, gap_w, tie_key, res, barrier, True, work)
         if len(nodes) == 0:
             break
         barrier = start
         for node in nodes:
             rel[node] = barrier + wall
         fa, fb, seg_s, seg_f = _room(fa, fb, seg_s, seg_f, nseg)
+        if fa.size > len(scratch[1]):
+            scratch = (np.empty((3, fa.size)), np.empty(fa.size, dtype=np.int64))
         # Place it on the timelines (as ``fcfs_easy._place``): in the earliest
         # gap that lets it start strictly earlier than its FCFS start, else on
         # its FCFS nodes and start if still free, else in the earliest gap after.
@@ -973,7 +1015,7 @@ def project(now, cluster, rm, started, head, rest):
         t = start
         if now + EPS < start:
             early, t_early = _earliest(
-                fa, fb, used, res, wall, now, start, base_j, no_gap, idle_w, tie_key, now
+                fa, fb, used, res, wall, now, start, base_j, no_gap, idle_w, tie_key, now, scratch
             )
             if len(early) and t_early + EPS < start:
                 got = early
@@ -984,7 +1026,19 @@ def project(now, cluster, rm, started, head, rest):
                 t = start
             else:
                 got, t = _earliest(
-                    fa, fb, used, res, wall, start, np.nan, base_j, no_gap, idle_w, tie_key, now
+                    fa,
+                    fb,
+                    used,
+                    res,
+                    wall,
+                    start,
+                    np.nan,
+                    base_j,
+                    no_gap,
+                    idle_w,
+                    tie_key,
+                    now,
+                    scratch,
                 )
         if len(got) == 0:
             break
