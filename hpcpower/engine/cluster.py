@@ -148,20 +148,7 @@ class Cluster:
         self._seconds[old, node] += now - self.since[node]
         self.since[node] = now
         self.state[node] = new
-        self.counts[old] -= 1
-        self.counts[new] += 1
-        members = self._members.get(old)
-        if members is not None:
-            members.discard(node)
-        members = self._members.get(new)
-        if members is not None:
-            members.add(node)
-        idle_since = self._idle_since
-        if idle_since is not None:
-            if old == IDLE:
-                del idle_since[node]
-            elif new == IDLE:
-                idle_since[node] = now
+        self._book((node,), old, new, now)
 
     def _move_gang(
         self,
@@ -212,6 +199,13 @@ class Cluster:
             self.state[gang] = new
             self.job_on[gang] = job[0]
             self.expected_end_s[gang] = job[1]
+        self._book(listed, old, new, now, left)
+
+    def _book(self, listed, old: int, new: int, now: float, left: bool = False) -> None:
+        """Keep the counts, the per-state sets and :attr:`idle_since` in step with a move.
+
+        ``left``: the caller already took the nodes out of the set of ``old``.
+        """
         k = len(listed)
         counts = self.counts
         counts[old] -= k

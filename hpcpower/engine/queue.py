@@ -47,7 +47,7 @@ class JobQueue:
         job_id = job.id
         self._fcfs[job_id] = job
         self._columns = None
-        key = (job.res, job.reqtime_s, job_id)  # snf_key(job)
+        key = snf_key(job)
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
         self._snf_jobs.insert(i, job)
@@ -67,7 +67,7 @@ class JobQueue:
         del self._fcfs[job_id]
         self._columns = None
         keys = self._snf_keys
-        i = bisect.bisect_left(keys, (job.res, job.reqtime_s, job_id))
+        i = bisect.bisect_left(keys, snf_key(job))
         del keys[i]
         del self._snf_jobs[i]
         self._alive[self._slot.pop(job_id)] = False

@@ -70,6 +70,11 @@ EPS = 1e-9
 INF = np.inf
 
 
+def timeout_arg(timeout_s: float | None) -> float:
+    """An idle timeout as the kernels take it (nan for none)."""
+    return np.nan if timeout_s is None else float(timeout_s)
+
+
 @contextmanager
 def use(enabled: bool):
     """Use the compiled kernels (``True``, if numba is installed) or numpy within a block."""
@@ -519,7 +524,6 @@ def easy_pass(now, nodes, timeout_s, queue):
     while k < n_jobs and res[k] <= m - used:
         used += res[k]
         k += 1
-    outcome = BACKFILLED
     if k == n_jobs:
         outcome = ALL_START
     else:

@@ -50,9 +50,7 @@ def idle_order(cluster, now: float, timeout_s: float | None) -> np.ndarray:
     consecutive runs of this order.
     """
     if kernels.ENABLED:
-        return kernels.idle_order(
-            cluster.state, cluster.since, np.nan if timeout_s is None else float(timeout_s), now
-        )
+        return kernels.idle_order(cluster.state, cluster.since, kernels.timeout_arg(timeout_s), now)
     if len(cluster.idle) <= 32:
         # Few idle nodes: Python lists are cheaper than array operations.
         nodes = sorted(cluster.idle)
@@ -141,7 +139,7 @@ class ReleaseMap:
                 now,
                 node_arrays(cluster),
                 overrun_release == "inf",
-                np.nan if timeout_s is None else float(timeout_s),
+                kernels.timeout_arg(timeout_s),
                 _NO_NODES if idle_nodes is None else np.asarray(idle_nodes, dtype=np.int64),
             )
             return

@@ -112,7 +112,7 @@ def _schedule_compiled(view, timeout_s: float | None) -> Schedule:
     queue = view.queue
     job_of = queue.job
     k, m, outcome, h, c, head_start, packed = kernels.easy_pass(
-        now, node_arrays(view.cluster), _timeout_arg(timeout_s), queue.slots()
+        now, node_arrays(view.cluster), kernels.timeout_arg(timeout_s), queue.slots()
     )
     order = packed[:m]
     start = []
@@ -147,11 +147,6 @@ def _schedule_compiled(view, timeout_s: float | None) -> Schedule:
         return _project_arrays(view, start, (base, head, _unpicked(columns, positions)), k)
 
     return ArraySchedule(start, plan)
-
-
-def _timeout_arg(timeout_s: float | None) -> float:
-    """The idle timeout as the kernels take it (nan for none)."""
-    return np.nan if timeout_s is None else float(timeout_s)
 
 
 def _backfill(view, base, started, first, idle, res, req):
@@ -208,21 +203,6 @@ def _backfill(view, base, started, first, idle, res, req):
         gangs.append(nodes)
         p = j + 1
     return head_nodes, head_start, positions, gangs
-
-
-def _pass_arrays(view, timeout_s, order, started) -> tuple:
-    """The leading arguments of the pass kernels.
-
-    Now, the node arrays, the timeout (nan for none), the idle order and the
-    jobs starting now (``(nodes, offsets, walltimes)``).
-    """
-    return (
-        view.now,
-        node_arrays(view.cluster),
-        _timeout_arg(timeout_s),
-        np.asarray(order, dtype=np.int64),
-        _started_columns(started),
-    )
 
 
 def _started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -395,7 +375,11 @@ def _plan_later_arrays(view, timeout_s, started, k, order):
     ids, res, req = view.queue.fcfs_columns()
     head = view.queue.job(int(ids[k]))
     index, start, nodes, ptr = kernels.plan_later(
-        *_pass_arrays(view, timeout_s, order, started),
+        view.now,
+        node_arrays(view.cluster),
+        kernels.timeout_arg(timeout_s),
+        np.asarray(order, dtype=np.int64),
+        _started_columns(started),
         head.res,
         float(head.reqtime_s),
         (np.asarray(res[k + 1 :], dtype=np.int64), np.asarray(req[k + 1 :], dtype=float)),
