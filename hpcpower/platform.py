@@ -11,45 +11,26 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from enum import IntEnum
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from hpcpower.errors import InputError
+from hpcpower.states import STATE_LABELS, STATES, TRANSITIONS, NodeState
 
-
-class NodeState(IntEnum):
-    """The five power states of a node (values index per-state arrays)."""
-
-    SLEEPING = 0
-    SWITCHING_ON = 1
-    IDLE = 2
-    COMPUTING = 3
-    SWITCHING_OFF = 4
-
-    @property
-    def label(self) -> str:
-        """Lower-case name used in tables and files (``switching_on``)."""
-        return self.name.lower()
-
-
-STATES: tuple[NodeState, ...] = tuple(NodeState)
-STATE_LABELS: tuple[str, ...] = tuple(s.label for s in STATES)
-
-#: Legal state changes. Timed transitions are entered at once and end after a
-#: drawn duration; computing starts and ends with a job.
-TRANSITIONS: frozenset[tuple[NodeState, NodeState]] = frozenset(
-    {
-        (NodeState.SLEEPING, NodeState.SWITCHING_ON),
-        (NodeState.SWITCHING_ON, NodeState.IDLE),
-        (NodeState.IDLE, NodeState.COMPUTING),
-        (NodeState.COMPUTING, NodeState.IDLE),
-        (NodeState.IDLE, NodeState.SWITCHING_OFF),
-        (NodeState.SWITCHING_OFF, NodeState.SLEEPING),
-    }
-)
+__all__ = [
+    "STATES",
+    "STATE_LABELS",
+    "TRANSITIONS",
+    "Duration",
+    "NodeState",
+    "NodeType",
+    "PRESETS",
+    "Platform",
+    "load_platform",
+    "parse_spars_platform",
+]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,41 @@
+"""The five power states of a node and the legal changes between them.
+
+Pure data, importable by every part of the package (the compiled kernels
+included): the state values index per-state arrays everywhere.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class NodeState(IntEnum):
+    """The five power states of a node (values index per-state arrays)."""
+
+    SLEEPING = 0
+    SWITCHING_ON = 1
+    IDLE = 2
+    COMPUTING = 3
+    SWITCHING_OFF = 4
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in tables and files (``switching_on``)."""
+        return self.name.lower()
+
+
+STATES: tuple[NodeState, ...] = tuple(NodeState)
+STATE_LABELS: tuple[str, ...] = tuple(s.label for s in STATES)
+
+#: Legal state changes. Timed transitions are entered at once and end after a
+#: drawn duration; computing starts and ends with a job.
+TRANSITIONS: frozenset[tuple[NodeState, NodeState]] = frozenset(
+    {
+        (NodeState.SLEEPING, NodeState.SWITCHING_ON),
+        (NodeState.SWITCHING_ON, NodeState.IDLE),
+        (NodeState.IDLE, NodeState.COMPUTING),
+        (NodeState.COMPUTING, NodeState.IDLE),
+        (NodeState.IDLE, NodeState.SWITCHING_OFF),
+        (NodeState.SWITCHING_OFF, NodeState.SLEEPING),
+    }
+)
