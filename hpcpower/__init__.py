@@ -3,16 +3,34 @@
 The main entry points::
 
     from hpcpower import Simulation, load_platform, load_workload, make_policy
+
+Names are imported when first used, so that importing a reader or an
+SNF-ICON piece does not load SimPy, the engine or the policies.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from hpcpower.engine.simulation import Simulation  # noqa: E402
-from hpcpower.errors import HpcpowerError, IllegalTransition, InputError, PolicyError  # noqa: E402
-from hpcpower.platform import NodeState, Platform, load_platform  # noqa: E402
-from hpcpower.policies.registry import POLICIES, make_policy  # noqa: E402
-from hpcpower.workload import load_workload  # noqa: E402
-from hpcpower.workload.job import Job, Workload  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from hpcpower._version import __version__
+
+#: Public name -> module that defines it.
+_EXPORTS = {
+    "POLICIES": "hpcpower.policies.registry",
+    "make_policy": "hpcpower.policies.registry",
+    "Simulation": "hpcpower.simulation",
+    "HpcpowerError": "hpcpower.errors",
+    "IllegalTransition": "hpcpower.errors",
+    "InputError": "hpcpower.errors",
+    "PolicyError": "hpcpower.errors",
+    "NodeState": "hpcpower.states",
+    "Platform": "hpcpower.platform",
+    "load_platform": "hpcpower.platform",
+    "load_workload": "hpcpower.workload",
+    "Job": "hpcpower.workload.job",
+    "Workload": "hpcpower.workload.job",
+}
 
 __all__ = [
     "POLICIES",
@@ -30,3 +48,26 @@ __all__ = [
     "load_workload",
     "make_policy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hpcpower' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from hpcpower.errors import HpcpowerError, IllegalTransition, InputError, PolicyError
+    from hpcpower.platform import Platform, load_platform
+    from hpcpower.policies.registry import POLICIES, make_policy
+    from hpcpower.simulation import Simulation
+    from hpcpower.states import NodeState
+    from hpcpower.workload import load_workload
+    from hpcpower.workload.job import Job, Workload

@@ -15,9 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpcpower import __version__
+from hpcpower._version import __version__
 from hpcpower.errors import HpcpowerError, InputError
-from hpcpower.policies import kernels
 
 
 def _parse_sets(items: Sequence[str]) -> dict[str, object]:
@@ -34,7 +33,8 @@ def _parse_sets(items: Sequence[str]) -> dict[str, object]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from hpcpower.results.export import write_all
-    from hpcpower.scenario import build, resolve
+    from hpcpower.scenario import resolve
+    from hpcpower.simulation import Simulation
 
     overrides = _parse_sets(args.set or [])
     if args.policy:
@@ -44,10 +44,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides["simulation.seed"] = args.seed
     config = resolve(args.scenario, overrides)
-    sim = build(config)
+    sim = Simulation.from_config(config)
     progress = sys.stderr.isatty() and not args.quiet
-    if not args.quiet and not kernels.cached():
-        print("compiling the planning kernels (once, about half a minute) ...", file=sys.stderr)
+    if not args.quiet and sim.kernels == "numba":
+        from hpcpower.planning import compiled
+
+        if not compiled.cached():
+            print(
+                "a long run: compiling the planning kernels first "
+                "(once after an install, about half a minute) ...",
+                file=sys.stderr,
+            )
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
@@ -148,7 +155,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     import math
 
     from hpcpower.results.plots import plot
-    from hpcpower.scenario import build, resolve
+    from hpcpower.scenario import resolve
+    from hpcpower.simulation import Simulation
 
     # The output files hold no node intervals, so a run folder is re-run from
     # the resolved scenario its summary.json carries (runs are seeded).
@@ -170,7 +178,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         if args.policy:
             overrides["policy.name"] = args.policy
         config = resolve(source, overrides)
-    results = build(config).run()
+    results = Simulation.from_config(config).run()
     total = results.summary["total_energy_j"]
     if saved is not None and not math.isclose(total, saved.get("total_energy_j") or 0.0):
         print(

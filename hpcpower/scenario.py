@@ -1,7 +1,8 @@
 """Scenarios: a TOML file naming a platform, a workload and a policy.
 
 A scenario resolves into one plain dictionary (the full configuration, copied
-into every result) and builds a :class:`~hpcpower.engine.simulation.Simulation`.
+into every result) and gives the arguments of a
+:class:`~hpcpower.simulation.Simulation` (:func:`simulation_args`).
 Every key is documented in ``docs/reference/scenarios.md``; an unknown key or a
 value of the wrong type is an :class:`~hpcpower.errors.InputError` naming it.
 
@@ -40,6 +41,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "initial_state": "idle",
         "kill_at_walltime": False,
         "repeat_pass": True,
+        "kernels": "auto",
     },
     "platform": {"name": "aoba-64"},
     "workload": {
@@ -162,9 +164,13 @@ def _set(config: dict[str, Any], dotted: str, value: Any, *, where: str) -> None
         )
 
 
-def build(config: dict[str, Any]):
-    """Make the :class:`Simulation` a resolved configuration describes."""
-    from hpcpower.engine.simulation import Simulation
+def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The arguments of the :class:`~hpcpower.simulation.Simulation` a configuration describes.
+
+    Returns ``(args, kwargs)``: the platform, workload and policy, then the
+    simulation settings. ``Simulation.from_config`` and
+    ``Simulation.from_scenario`` build the simulation from them.
+    """
     from hpcpower.platform import load_platform
     from hpcpower.policies.registry import make_policy
     from hpcpower.workload import load_workload
@@ -209,16 +215,15 @@ def build(config: dict[str, Any]):
     params = {k: v for k, v in config["policy"].items() if k != "name"}
     policy = make_policy(config["policy"]["name"], **params)
     sim = config["simulation"]
-    return Simulation(
-        platform,
-        workload,
-        policy,
-        seed=sim["seed"],
-        initial_state=sim["initial_state"],
-        kill_at_walltime=sim["kill_at_walltime"],
-        repeat_pass=sim["repeat_pass"],
-        config={"scenario": config},
-    )
+    options = {
+        "seed": sim["seed"],
+        "initial_state": sim["initial_state"],
+        "kill_at_walltime": sim["kill_at_walltime"],
+        "repeat_pass": sim["repeat_pass"],
+        "kernels": sim.get("kernels", "auto"),
+        "config": {"scenario": config},
+    }
+    return (platform, workload, policy), options
 
 
 def _segment(workload, first: int, segment: tuple[int, int] | None):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.policies import kernels
+from hpcpower.planning._numba import AVAILABLE as NUMBA_AVAILABLE
 
 GOLDEN = Path(__file__).parent / "golden"
 DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"
@@ -24,13 +24,18 @@ FIRST200 = {
 @pytest.mark.parametrize("compiled", [True, False], ids=["kernels", "numpy"])
 @pytest.mark.parametrize("policy", sorted(FIRST200))
 def test_first_200_jobs_of_das2_fs1_match_job_for_job(policy, compiled):
-    if compiled and not kernels.AVAILABLE:
+    if compiled and not NUMBA_AVAILABLE:
         pytest.skip("numba is not installed")
     workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
     workload.jobs = workload.jobs[:200]
-    sim = Simulation(load_platform("aoba-64"), workload, make_policy(policy), seed=42)
-    with kernels.use(compiled):
-        res = sim.run()
+    sim = Simulation(
+        load_platform("aoba-64"),
+        workload,
+        make_policy(policy),
+        seed=42,
+        kernels="numba" if compiled else "numpy",
+    )
+    res = sim.run()
     table = res.job_table()
     index = {name: i for i, name in enumerate(table["name"])}
     with open(GOLDEN / f"das2-fs1-first200-{policy}.csv") as fh:

@@ -6,20 +6,26 @@ integrates time per state at every change, so energy is exact (time × watts).
 
 State lives in arrays indexed by node id (``state``, ``since``,
 ``time_in_state_s``) and in one set per state, so that policies can ask
-"which nodes are idle" without scanning every node.
+"which nodes are idle" without scanning every node. Each node is a SimPy
+process that sleeps until commanded, then runs its timed transition.
+Policies see the cluster through a :class:`ClusterView`, whose arrays and
+sets cannot be written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import copy
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from types import MappingProxyType
 
 import numpy as np
 import simpy
 
-from hpcpower.engine.node import Node
 from hpcpower.errors import IllegalTransition
-from hpcpower.platform import STATE_LABELS, TRANSITIONS, NodeState, Platform
-from hpcpower.policies import kernels
+from hpcpower.planning import gang as _gang
+from hpcpower.platform import Platform
+from hpcpower.states import STATE_LABELS, TRANSITIONS, NodeState
 
 SLEEPING = int(NodeState.SLEEPING)
 SWITCHING_ON = int(NodeState.SWITCHING_ON)
@@ -27,8 +33,6 @@ IDLE = int(NodeState.IDLE)
 COMPUTING = int(NodeState.COMPUTING)
 SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
 _LEGAL = frozenset((int(a), int(b)) for a, b in TRANSITIONS)
-#: Gangs up to this size are updated node by node instead of by fancy indexing.
-_SMALL_GANG = 4
 #: ``(job id, expected end)`` of a node without a job.
 _NO_JOB = (-1, np.nan)
 
@@ -39,12 +43,14 @@ class Cluster:
     Args:
         env: The simulation's SimPy environment.
         platform: Node types and power model.
-        rng: Generator for transition durations (a child stream of the
-            simulation's seed, so policies do not shift the workload).
+        rng: Generator for transition durations (the simulation's own
+            ``default_rng(seed)``; the workload is fixed before the run).
         initial_state: ``NodeState.IDLE`` (default, as in the paper) or
             ``NodeState.SLEEPING``.
         on_transition_end: Called with the node id when a switch-on or
             switch-off ends (the simulation uses it to call the controller).
+        compiled: Move gangs with the compiled twin of
+            :func:`hpcpower.planning.gang.move_gang`.
 
     Read-only for policies: ``state``, ``since``, ``idle``, ``sleeping``,
     ``switching_on``, ``switching_off``, ``idle_since`` (idle nodes, oldest
@@ -59,6 +65,7 @@ class Cluster:
         *,
         initial_state: NodeState = NodeState.IDLE,
         on_transition_end: Callable[[int], None] | None = None,
+        compiled: bool = False,
     ) -> None:
         if initial_state not in (NodeState.IDLE, NodeState.SLEEPING):
             raise ValueError("initial_state must be IDLE or SLEEPING")
@@ -119,7 +126,22 @@ class Cluster:
         #: One row per timed transition: (node, to_state, start_s, end_s).
         self.transition_log: list[tuple[int, int, float, float]] = []
         self._on_transition_end = on_transition_end
+        self._compiled = compiled
+        #: The arrays a release map is made from, as the planners take them:
+        #: ``(state, since, expected_end_s, switch_on_mean_s,
+        #: switch_off_mean_s, switching_on_w, switching_off_w, idle_w)``.
+        self.node_arrays = (
+            self.state,
+            self.since,
+            self.expected_end_s,
+            self.switch_on_mean_s,
+            self.switch_off_mean_s,
+            self.switching_on_w,
+            self.switching_off_w,
+            self.idle_w,
+        )
         self.nodes = [Node(self, i) for i in range(n)]
+        self.view = ClusterView(self)
 
     @property
     def idle_since(self) -> dict[int, float]:
@@ -163,12 +185,12 @@ class Cluster:
 
         ``job`` is ``(job id, expected end)`` to record on the nodes (``(-1,
         nan)`` for none). ``left``: the caller already took the nodes out of
-        the set of ``old``. The arrays change by one compiled call when the
-        kernels are in use (the same float operations), else by numpy.
+        the set of ``old``. The arrays change by
+        :func:`hpcpower.planning.gang.move_gang` or its compiled twin.
         """
-        now = self.env._now
-        if kernels.ENABLED:
-            kernels.move_gang(
+        now = self.env.now
+        if self._compiled:
+            _gang.move_gang_jit(
                 self._seconds,
                 self.since,
                 self.state,
@@ -179,26 +201,19 @@ class Cluster:
                 (old, new),
                 job,
             )
-        elif len(listed) <= _SMALL_GANG:
-            # Element by element is cheaper than fancy indexing for a few
-            # nodes, and adds the same float64 values.
-            row = self._seconds[old]
-            since = self.since
-            state = self.state
-            job_on = self.job_on
-            expected_end = self.expected_end_s
-            for node in listed:
-                row[node] += now - since[node]
-                since[node] = now
-                state[node] = new
-                job_on[node] = job[0]
-                expected_end[node] = job[1]
         else:
-            self._seconds[old][gang] += now - self.since[gang]
-            self.since[gang] = now
-            self.state[gang] = new
-            self.job_on[gang] = job[0]
-            self.expected_end_s[gang] = job[1]
+            _gang.move_gang(
+                self._seconds,
+                self.since,
+                self.state,
+                self.job_on,
+                self.expected_end_s,
+                gang,
+                listed,
+                now,
+                (old, new),
+                job,
+            )
         self._book(listed, old, new, now, left)
 
     def _book(self, listed, old: int, new: int, now: float, left: bool = False) -> None:
@@ -283,6 +298,8 @@ class Cluster:
             idle.update(node for node in listed if 0 <= node < n and self.state[node] == IDLE)
             raise self._bad_gang(job_id, listed)
         self._move_gang(gang, listed, IDLE, COMPUTING, (job_id, expected_end_s), left=True)
+        # The run keeps the gang to the end, and policies see it in ``running``.
+        gang.flags.writeable = False
         return gang
 
     def _bad_gang(self, job_id: int, listed: list[int]) -> IllegalTransition:
@@ -350,3 +367,176 @@ class Cluster:
     def __repr__(self) -> str:
         parts = ", ".join(f"{c} {STATE_LABELS[s]}" for s, c in enumerate(self.counts) if c)
         return f"<Cluster {self.platform.name} at t={self.env.now:.10g} s: {parts}>"
+
+
+class Node:
+    """The SimPy process of one node.
+
+    It holds no state of its own (the cluster keeps every node's state in
+    arrays). Each command (switch on, switch off) succeeds the node's
+    ``command`` event with the drawn duration; the process then waits that
+    long and reports the end of the transition to the cluster. A transition
+    cannot be cancelled.
+    """
+
+    __slots__ = ("cluster", "id", "command", "process")
+
+    def __init__(self, cluster: Cluster, node_id: int) -> None:
+        self.cluster = cluster
+        self.id = node_id
+        env = cluster.env
+        self.command: simpy.Event = env.event()
+        self.process: simpy.Process = env.process(self._run(env))
+
+    def _run(self, env: simpy.Environment):
+        while True:
+            duration = yield self.command
+            yield env.timeout(duration)
+            # Re-arm before reporting, so a command given at this same instant
+            # (for example switch on right after switching off) finds a fresh event.
+            self.command = env.event()
+            self.cluster._transition_done(self.id)
+
+    def __repr__(self) -> str:
+        return self.cluster.describe_node(self.id)
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    """A view of ``array`` that cannot be written (it still shows every change to ``array``)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+class ReadOnlySet(AbstractSet):
+    """A live, read-only view of a set: membership, iteration, set algebra, no changes."""
+
+    __slots__ = ("_members",)
+
+    def __init__(self, members: set[int]) -> None:
+        self._members = members
+
+    @classmethod
+    def _from_iterable(cls, iterable):
+        # Set algebra (``view - other``) returns a plain new set.
+        return set(iterable)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._members
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def union(self, *others: Iterable[int]) -> set[int]:
+        """A new set: these members and those of ``others``."""
+        return self._members.union(*others)
+
+    def difference(self, *others: Iterable[int]) -> set[int]:
+        """A new set: these members less those of ``others``."""
+        return self._members.difference(*others)
+
+    def intersection(self, *others: Iterable[int]) -> set[int]:
+        """A new set: the members also in every one of ``others``."""
+        return self._members.intersection(*others)
+
+    def copy(self) -> set[int]:
+        """The members as a new (writable) set."""
+        return set(self._members)
+
+    def __repr__(self) -> str:
+        return f"ReadOnlySet({sorted(self._members)!r})"
+
+
+#: The cluster's arrays a policy sees (as read-only views).
+_VIEW_ARRAYS = (
+    "state",
+    "since",
+    "job_on",
+    "expected_end_s",
+    "transition_end_s",
+    "power_w",
+    "idle_w",
+    "switching_on_w",
+    "switching_off_w",
+    "switch_on_mean_s",
+    "switch_off_mean_s",
+    "speed",
+    "ids",
+)
+
+
+class ClusterView:
+    """The cluster as a policy sees it: every array, set and mapping read-only and live.
+
+    Attributes:
+        state, since, job_on, expected_end_s, transition_end_s: Per-node
+            state arrays (see :class:`Cluster`), read-only views that follow
+            every change.
+        power_w, idle_w, switching_on_w, switching_off_w, switch_on_mean_s,
+            switch_off_mean_s, speed, ids: The power model per node.
+        idle, sleeping, switching_on, switching_off: Read-only sets of node ids.
+        node_arrays: The arrays a release map is made from (see :class:`Cluster`).
+        n_nodes: Number of nodes.
+        unit_speed: True when every node computes at speed 1.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self.platform = cluster.platform
+        self.n_nodes = cluster.n_nodes
+        self.unit_speed = cluster.unit_speed
+        for name in _VIEW_ARRAYS:
+            setattr(self, name, read_only(getattr(cluster, name)))
+        self.node_arrays = tuple(read_only(a) for a in cluster.node_arrays)
+        self.idle = ReadOnlySet(cluster.idle)
+        self.sleeping = ReadOnlySet(cluster.sleeping)
+        self.switching_on = ReadOnlySet(cluster.switching_on)
+        self.switching_off = ReadOnlySet(cluster.switching_off)
+
+    @property
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """Nodes in each state, indexed by :class:`~hpcpower.states.NodeState`."""
+        return tuple(self._cluster.counts)
+
+    @property
+    def idle_since(self) -> Mapping[int, float]:
+        """Idle nodes in the order they became idle, each with that time (see :class:`Cluster`)."""
+        return MappingProxyType(self._cluster.idle_since)
+
+    @property
+    def time_in_state_s(self) -> np.ndarray:
+        """Seconds each node spent in each state so far, shape ``(nodes, 5)``."""
+        return read_only(self._cluster.time_in_state_s)
+
+    @property
+    def switch_ons(self) -> int:
+        """Switch-ons commanded so far."""
+        return self._cluster.switch_ons
+
+    @property
+    def switch_offs(self) -> int:
+        """Switch-offs commanded so far."""
+        return self._cluster.switch_offs
+
+    def describe_node(self, node: int) -> str:
+        """One line about a node: state, since when, job."""
+        return self._cluster.describe_node(node)
+
+    def with_idle_timers(self, timer_start_s: np.ndarray) -> ClusterView:
+        """This view with ``since`` replaced by ``timer_start_s``, for a policy's own idle timers.
+
+        ``since`` of an idle node is read by planners only as the start of
+        its idle timer; a controller that keeps timers of its own (SNF-ICON,
+        see :class:`~hpcpower.policies.icon.controller.IdleTimers`) hands its
+        planners such a view. :attr:`idle_since` still shows the cluster's.
+        """
+        twin = copy.copy(self)
+        twin.since = read_only(np.asarray(timer_start_s, dtype=float))
+        twin.node_arrays = (self.node_arrays[0], twin.since, *self.node_arrays[2:])
+        return twin
+
+    def __repr__(self) -> str:
+        return repr(self._cluster)

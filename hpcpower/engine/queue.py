@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpcpower.engine.cluster import read_only
 from hpcpower.workload.job import Job
 
 
@@ -94,11 +95,10 @@ class JobQueue:
         if self._columns is None:
             used = self._used
             alive = self._alive[:used]
-            self._columns = (
-                self._ids[:used][alive],
-                self._res[:used][alive],
-                self._req[:used][alive],
-            )
+            columns = (self._ids[:used][alive], self._res[:used][alive], self._req[:used][alive])
+            for column in columns:
+                column.flags.writeable = False
+            self._columns = columns
         return self._columns
 
     def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -108,7 +108,13 @@ class JobQueue:
         ``alive`` false have left the queue. For compiled planners, which
         skip them cheaper than the queue can compact them. Read-only.
         """
-        return self._ids, self._res, self._req, self._alive, self._used
+        return (
+            read_only(self._ids),
+            read_only(self._res),
+            read_only(self._req),
+            read_only(self._alive),
+            self._used,
+        )
 
     def job(self, job_id: int) -> Job:
         """The waiting job with this id."""
@@ -139,6 +145,55 @@ class JobQueue:
         head = ", ".join(f"{j.id}({j.res}n)" for j in list(self._fcfs.values())[:8])
         more = "…" if len(self) > 8 else ""
         return f"<JobQueue {len(self)} waiting: {head}{more}>"
+
+
+class QueueView:
+    """The waiting queue as a policy sees it: read in any order, never changed.
+
+    Every method of :class:`JobQueue` that reads is here (arrays come
+    read-only); ``push`` and ``remove`` are not.
+    """
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, queue: JobQueue) -> None:
+        self._queue = queue
+
+    def fcfs(self) -> list[Job]:
+        """Jobs in arrival order (a copy)."""
+        return self._queue.fcfs()
+
+    def snf(self) -> list[Job]:
+        """Jobs in SNF order (a copy)."""
+        return self._queue.snf()
+
+    def job(self, job_id: int) -> Job:
+        """The waiting job with this id."""
+        return self._queue.job(job_id)
+
+    def min_res(self) -> int:
+        """Fewest nodes any waiting job requests (0 when the queue is empty)."""
+        return self._queue.min_res()
+
+    def fcfs_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order (read-only)."""
+        return self._queue.fcfs_columns()
+
+    def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """The buffers behind :meth:`fcfs_columns` (read-only; see :meth:`JobQueue.slots`)."""
+        return self._queue.slots()
+
+    def __contains__(self, job: Job) -> bool:
+        return job in self._queue
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._queue)
+
+    def __repr__(self) -> str:
+        return repr(self._queue)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,10 @@ Processes:
   ``docs/background/event-order.md``.
 
 The run ends at the instant the last job finishes (or is rejected); energy is
-integrated up to that instant.
+integrated up to that instant. The engine then hands a plain
+:class:`~hpcpower.engine.record.RunRecord` to whoever reports on the run
+(:class:`hpcpower.simulation.Simulation` makes it a
+:class:`~hpcpower.results.records.Results`).
 """
 
 from __future__ import annotations
@@ -27,23 +30,32 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import simpy
 from simpy.core import EmptySchedule
 
+from hpcpower._version import __version__
+from hpcpower.engine import _simpy
 from hpcpower.engine.cluster import Cluster
-from hpcpower.engine.queue import JobQueue, Running
+from hpcpower.engine.contract import Decision, Policy, SystemView
+from hpcpower.engine.queue import JobQueue, QueueView, Running
+from hpcpower.engine.record import RunRecord
 from hpcpower.errors import InputError, PolicyError
-from hpcpower.platform import NodeState, Platform
-from hpcpower.policies import kernels
-from hpcpower.policies.base import Decision, Policy, SystemView
+from hpcpower.planning import _numba
+from hpcpower.platform import Platform
+from hpcpower.states import NodeState
 from hpcpower.workload.job import Job, Workload
 
 #: SimPy orders same-time events by priority (URGENT 0, NORMAL 1). The
 #: controller pass uses a lower priority so it follows every event of its instant.
 CONTROLLER_PRIORITY = 2
+#: ``kernels="auto"`` uses the compiled twins when the numpy path is
+#: expected to take at least this long (seconds): below it, loading them
+#: (and compiling, the first time) would cost more than it saves.
+AUTO_KERNELS_S = 2.0
 
 
 class Simulation:
@@ -63,6 +75,13 @@ class Simulation:
         repeat_pass: After a pass that issued commands, run one more pass at
             the same instant (trigger ``"commands"``), as the authors'
             simulator does; it lets the controller see its own commands applied.
+        kernels: ``"auto"`` (default), ``"numba"`` or ``"numpy"``: which
+            form of the planning algorithms (:mod:`hpcpower.planning`) runs.
+            Both give the same results to the bit; the compiled twins need
+            numba (``pip install "hpcpower[fast]"``) and pay off on long
+            runs. ``"auto"`` uses them when numba is installed and the
+            numpy path is expected to take more than :data:`AUTO_KERNELS_S`
+            (:func:`choose_kernels`). The choice is in :meth:`config`.
         config: Extra configuration copied into the results.
     """
 
@@ -76,9 +95,9 @@ class Simulation:
         initial_state: str = "idle",
         kill_at_walltime: bool = False,
         repeat_pass: bool = True,
+        kernels: str = "auto",
         config: dict[str, Any] | None = None,
     ) -> None:
-        kernels.check_setting()
         if not isinstance(workload, Workload):
             workload = Workload(list(workload), source="jobs")
         _check_jobs(workload)
@@ -90,6 +109,13 @@ class Simulation:
         self.initial_state = initial_state
         self.repeat_pass = repeat_pass
         self.extra_config = dict(config or {})
+        #: The form of the planning algorithms in use: ``"numba"`` or ``"numpy"``.
+        self.kernels = choose_kernels(kernels, policy, len(workload.jobs), platform.n_nodes)
+        compiled = self.kernels == "numba"
+        if compiled:
+            from hpcpower.planning import compiled as _compiled
+
+            _compiled.load()
         self.env = simpy.Environment()
         # Transition durations draw from default_rng(seed) itself, one normal
         # per node in command order, as the authors' simulator does (its seed
@@ -107,6 +133,7 @@ class Simulation:
             self.rng_transitions,
             initial_state=start_state,
             on_transition_end=lambda node: self._wake("transition"),
+            compiled=compiled,
         )
         self.queue = JobQueue()
         self.running: dict[int, Running] = {}
@@ -133,36 +160,36 @@ class Simulation:
         self._state_rows: list[tuple[float, int, int, int, int, int]] = []
         self._last_counts: list[int] = []
         self._progress: Callable[[int], None] | None = None
-        self._view = SystemView(0.0, self.cluster, self.queue, self.running)
+        #: What the policy sees (read-only, updated at every pass).
+        self.view = SystemView(
+            0.0,
+            self.cluster.view,
+            QueueView(self.queue),
+            MappingProxyType(self.running),
+            compiled=compiled,
+        )
         # One event object carries every controller pass: at most one pass is
         # pending at a time, and the event is never yielded by a process, so
         # it is rescheduled instead of rebuilt (see :meth:`_request_pass`).
-        self._pass_event = event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
+        self._pass_event = _simpy.reusable_event(self.env)
         self._pass_callbacks = [self._pass]
-        policy.reset(self.cluster)
+        policy.reset(self.cluster.view)
         # Arrivals start at time 0 before the first pass, as a process would.
         self._next_job = 0
-        self._arrival_event = event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
+        self._arrival_event = _simpy.reusable_event(self.env)
         self._arrival_callbacks = [self._arrive]
-        self._schedule_arrival(simpy.events.URGENT, 0)
+        self._schedule_arrival(_simpy.URGENT, 0)
         self._request_pass()
         if n == 0:
             self._finish()
 
     # ----------------------------------------------------------- processes
     def _schedule_arrival(self, priority: int, delay: float) -> None:
-        env = self.env
-        event = self._arrival_event
-        event.callbacks = self._arrival_callbacks
-        heapq.heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+        _simpy.schedule(self.env, self._arrival_event, self._arrival_callbacks, priority, delay)
 
     def _arrive(self, _event) -> None:
         """Submit the jobs due now and schedule the next submit time."""
-        now = self.env._now
+        now = _simpy.now(self.env)
         jobs = self.workload.jobs
         n_nodes = self.cluster.n_nodes
         i = self._next_job
@@ -170,7 +197,7 @@ class Simulation:
             job = jobs[i]
             if job.submit_s > now:
                 self._next_job = i
-                self._schedule_arrival(simpy.events.NORMAL, job.submit_s - now)
+                self._schedule_arrival(_simpy.NORMAL, job.submit_s - now)
                 return
             i += 1
             if job.res > n_nodes:
@@ -185,7 +212,7 @@ class Simulation:
     def _job(self, record: Running, duration: float):
         env = self.env
         yield env.timeout(duration)
-        now = env._now
+        now = _simpy.now(env)
         job = record.job
         self.cluster.release(job.id, record.nodes)
         record.finish_s = now
@@ -218,15 +245,12 @@ class Simulation:
         """Schedule the controller pass at the current instant, after its events.
 
         This is ``env.schedule(event, priority=CONTROLLER_PRIORITY)`` for the
-        reused pass event, written out to save a call and the event's creation.
+        reused pass event, without the event's creation.
         """
         if self._pass_pending or self.finished:
             return
         self._pass_pending = True
-        env = self.env
-        event = self._pass_event
-        event.callbacks = self._pass_callbacks
-        heapq.heappush(env._queue, (env._now, CONTROLLER_PRIORITY, next(env._eid), event))
+        _simpy.schedule(self.env, self._pass_event, self._pass_callbacks, CONTROLLER_PRIORITY)
 
     def _timer(self, at: float) -> None:
         if at in self._call_set:
@@ -246,11 +270,11 @@ class Simulation:
         self._pass_pending = False
         if self.finished:
             return
-        view = self._view
-        view.now = self.env._now
-        view.triggers = self.last_triggers = self._triggers
-        view.arrived = self._arrived
-        view.completed = self._completed
+        view = self.view
+        view.now = _simpy.now(self.env)
+        view.triggers = self.last_triggers = frozenset(self._triggers)
+        view.arrived = tuple(self._arrived)
+        view.completed = tuple(self._completed)
         view.first = self._first
         self._triggers = set()
         self._arrived = []
@@ -272,14 +296,13 @@ class Simulation:
     def _apply(self, decision: Decision) -> None:
         """Apply the starts, then the switch-offs, then the switch-ons."""
         env = self.env
-        now = env._now
+        now = _simpy.now(env)
         cluster = self.cluster
         queue = self.queue
-        waiting = queue._fcfs
         unit_speed = cluster.unit_speed
         for job, nodes in decision.start:
             job_id = job.id
-            if job_id not in waiting:
+            if job not in queue:
                 raise PolicyError(
                     f"{self.policy.name}: asked to start job {job_id}, which is not waiting, "
                     f"at t={now:g} s"
@@ -313,14 +336,14 @@ class Simulation:
             cluster.switch_on(node)
 
     def _call_at(self, times: list[float]) -> None:
-        now = self.env._now
+        now = _simpy.now(self.env)
         for at in times:
             if at > now:
                 self._timer(at)
 
     def _record_states(self) -> None:
         counts = self.cluster.counts
-        now = self.env._now
+        now = _simpy.now(self.env)
         rows = self._state_rows
         if rows and rows[-1][0] == now:
             rows[-1] = (now, *counts)
@@ -329,32 +352,17 @@ class Simulation:
             rows.append((now, *counts))
             self._last_counts = counts.copy()
 
-    @classmethod
-    def from_scenario(cls, path, **overrides: Any) -> Simulation:
-        """Build a simulation from a scenario TOML file.
-
-        Args:
-            path: The scenario file.
-            **overrides: Settings as ``{"section.key": value}``, e.g.
-                ``**{"policy.timeout_s": 600}``, or ``section__key=value``.
-        """
-        from hpcpower.scenario import build, resolve
-
-        dotted = {k.replace("__", "."): v for k, v in overrides.items()}
-        return build(resolve(path, dotted))
-
     # -------------------------------------------------------------- running
     @property
     def now(self) -> float:
         """Current simulated time in seconds."""
         return self.env.now
 
-    def run(self, until: float | None = None, *, progress: bool = False):
-        """Run to the end (returns :class:`~hpcpower.results.Results`) or to ``until``.
+    def run(self, until: float | None = None, *, progress: bool = False) -> RunRecord | None:
+        """Run to the end (returns the :meth:`record`) or to ``until`` (returns ``None``).
 
         Args:
-            until: Stop at this simulated time (returns ``None``); call again
-                to continue.
+            until: Stop at this simulated time; call again to continue.
             progress: Show a progress bar of finished jobs.
         """
         bar = None
@@ -372,12 +380,12 @@ class Simulation:
             self._progress = tick
         try:
             if until is not None:
-                self._process_events(until)
+                _simpy.process(self.env, until, self)
                 if not self.finished and until > self.env.now:
                     self.env.run(until=until)
                 return None
             if not self.finished:
-                self._process_events(math.inf)
+                _simpy.process(self.env, math.inf, self)
                 if not self.finished:
                     raise PolicyError(
                         f"{self.policy.name}: the simulation stalled at t={self.env.now:g} s "
@@ -387,28 +395,7 @@ class Simulation:
             if bar is not None:
                 bar.close()
                 self._progress = None
-        return self.results()
-
-    def _process_events(self, until: float) -> None:
-        """Process events until the run finishes or the next event is not before ``until``.
-
-        The same as ``while not finished and env.peek() < until: env.step()``,
-        with ``Environment.step`` written out as the loop's body: it runs once
-        per event, and this loop is the run's innermost one.
-        """
-        env = self.env
-        queue = env._queue
-        pop = heapq.heappop
-        while not self.finished and queue and queue[0][0] < until:
-            env._now, _, _, event = pop(queue)
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                # A failed event nobody handled: raise a copy, as simpy does.
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
+        return self.record()
 
     def step(self) -> Decision | None:
         """Advance to the end of the next controller pass and return its decision."""
@@ -420,16 +407,41 @@ class Simulation:
                 break
         return self.last_decision if self.passes != passes else None
 
-    def results(self):
-        """The results so far (complete once the run has finished)."""
-        from hpcpower.results.records import Results
+    def record(self) -> RunRecord:
+        """The plain record of the run so far (complete once the run has finished).
 
-        return Results.from_simulation(self)
+        Open intervals are accounted up to now without touching the live
+        cluster, so a record can be taken in the middle of a run.
+        """
+        cluster = self.cluster
+        end = self.end_s if self.end_s is not None else self.env.now
+        seconds = cluster.time_in_state_s.copy()
+        if not self.finished:
+            seconds[np.arange(cluster.n_nodes), cluster.state] += end - cluster.since
+        decisions = list(self.decisions)
+        return RunRecord(
+            jobs=list(self.workload.jobs),
+            start_s=self.start_s.copy(),
+            finish_s=self.finish_s.copy(),
+            gangs=list(self.gangs),
+            rejected=dict(self.rejected),
+            transitions=list(cluster.transition_log),
+            state_counts=list(self._state_rows),
+            time_in_state_s=seconds,
+            power_w=cluster.power_w,
+            switch_ons=int(cluster.switch_ons),
+            switch_offs=int(cluster.switch_offs),
+            passes=int(self.passes),
+            decisions=decisions,
+            policy_summary=self.policy.summarise(decisions, float(end)),
+            kill_at_walltime=self.kill_at_walltime,
+            finished=self.finished,
+            end_s=float(end),
+            config=self.config(),
+        )
 
     def config(self) -> dict[str, Any]:
         """The full configuration of this run."""
-        from hpcpower import __version__
-
         return {
             "platform": self.platform.name,
             "n_nodes": self.platform.n_nodes,
@@ -440,6 +452,7 @@ class Simulation:
             "initial_state": self.initial_state,
             "kill_at_walltime": self.kill_at_walltime,
             "repeat_pass": self.repeat_pass,
+            "kernels": self.kernels,
             "version": __version__,
             **self.extra_config,
         }
@@ -472,3 +485,31 @@ def _check_jobs(workload: Workload) -> None:
                 "non-negative runtime and requested time"
             )
         previous = job.submit_s
+
+
+def choose_kernels(setting: str, policy: Policy, n_jobs: int, n_nodes: int) -> str:
+    """The form of the planning algorithms a run uses: ``"numba"`` or ``"numpy"``.
+
+    ``"auto"`` picks the compiled twins when numba is installed and the
+    numpy path is expected to take at least :data:`AUTO_KERNELS_S` seconds:
+    ``policy.planning_cost_s`` per job, scaled by ``(n_nodes / 64) ** 0.6``
+    (measured on the paper's 64- and 1152-node cases). Loading the twins
+    costs about half a second, and compiling them the first time about
+    half a minute, which small runs should never wait for.
+
+    Raises:
+        InputError: An unknown setting, or ``"numba"`` without numba installed.
+    """
+    if setting not in ("auto", "numba", "numpy"):
+        raise InputError(f"kernels must be 'auto', 'numba' or 'numpy', got {setting!r}")
+    if setting == "numba":
+        if not _numba.AVAILABLE:
+            raise InputError(
+                "kernels = 'numba' needs numba: pip install \"hpcpower[fast]\" "
+                "(or use kernels = 'numpy', which gives the same results)"
+            )
+        return "numba"
+    if setting == "numpy" or not _numba.AVAILABLE:
+        return "numpy"
+    expected_s = policy.planning_cost_s * n_jobs * (n_nodes / 64) ** 0.6
+    return "numba" if expected_s >= AUTO_KERNELS_S else "numpy"

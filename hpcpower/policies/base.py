@@ -1,12 +1,8 @@
-"""The policy interface: what a controller sees and what it may decide.
+"""Building blocks of policies: a queue policy and a power manager make one controller.
 
-A policy is an object with a ``decide(view) -> Decision`` method. It reads a
-:class:`SystemView` (read-only: never mutate its sets or arrays) and returns
-which queued jobs start on which nodes, which nodes switch on or off now, and
-when it wants to be called again. The engine applies the decision through the
-cluster's mechanics and refuses anything illegal with a :class:`PolicyError`.
-
-Most policies are a queue policy (which jobs start, and a plan for the rest)
+The contract itself (:class:`SystemView`, :class:`Decision`, :class:`Policy`)
+is the engine's, in :mod:`hpcpower.engine.contract`, re-exported here for
+policy authors. Most policies are a queue policy (which jobs start, and a plan for the rest)
 combined with a power manager (which nodes sleep or wake); see
 :class:`Combined`. A controller that decides both at once (SNF-ICON)
 implements :class:`Policy` directly.
@@ -15,106 +11,27 @@ implements :class:`Policy` directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from hpcpower.engine.cluster import Cluster
-from hpcpower.engine.queue import JobQueue, Running
-from hpcpower.workload.job import Job
+from hpcpower.engine.cluster import ClusterView
+from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
+from hpcpower.planning import easy as _easy
+from hpcpower.planning.common import NO_NODES
 
-
-@dataclass
-class SystemView:
-    """What a policy sees at one controller pass.
-
-    Attributes:
-        now: Simulated time in seconds.
-        cluster: Node states and the sets ``idle``, ``sleeping``,
-            ``switching_on``, ``switching_off`` (read-only).
-        queue: Waiting jobs, in arrival order and in SNF order.
-        running: Running jobs by id, with start time and nodes.
-        triggers: Why this pass runs: any of ``"start"`` (the first pass),
-            ``"arrival"``, ``"completion"``, ``"transition"`` (a switch-on or
-            switch-off ended), ``"wakeup"`` (a time the policy asked for) and
-            ``"commands"`` (the repeat pass after a pass that issued commands).
-        arrived: Jobs that arrived since the previous pass.
-        completed: Jobs that finished since the previous pass.
-        first: True on the first pass of the simulation.
-    """
-
-    now: float
-    cluster: Cluster
-    queue: JobQueue
-    running: dict[int, Running]
-    triggers: set[str] = field(default_factory=set)
-    arrived: list[Job] = field(default_factory=list)
-    completed: list[Running] = field(default_factory=list)
-    first: bool = False
-
-
-@dataclass
-class Planned:
-    """A queued job's place in a policy's plan.
-
-    Attributes:
-        job: The queued job.
-        start_s: Planned start time (``now`` for jobs starting in this pass).
-        nodes: The nodes it is planned on.
-    """
-
-    job: Job
-    start_s: float
-    nodes: Sequence[int]
-
-
-@dataclass
-class Decision:
-    """A policy's answer at one pass; the engine applies it in this order.
-
-    Attributes:
-        start: Jobs to start now, each with exactly ``job.res`` idle nodes.
-        switch_off: Idle nodes to power down now.
-        switch_on: Sleeping nodes to wake now.
-        call_at: Future times at which the policy wants another pass.
-        plan: The part of the policy's plan for queued jobs that was made in
-            this pass (informative; planning stops once the power manager has
-            what it needs).
-        note: Diagnostics for the decision log (a flat dict of scalars).
-    """
-
-    start: list[tuple[Job, Sequence[int]]] = field(default_factory=list)
-    switch_off: list[int] = field(default_factory=list)
-    switch_on: list[int] = field(default_factory=list)
-    call_at: list[float] = field(default_factory=list)
-    plan: Sequence[Planned] = field(default_factory=list)
-    note: dict[str, Any] | None = None
-
-    def __repr__(self) -> str:
-        starts = ", ".join(f"job {j.id} on {len(n)} nodes" for j, n in self.start) or "none"
-        return (
-            f"<Decision start: {starts}; switch on {len(self.switch_on)}, "
-            f"off {len(self.switch_off)}; call at {sorted(self.call_at)[:3]}>"
-        )
-
-
-class Policy(ABC):
-    """A controller: called at every scheduler event with a view of the system."""
-
-    name: str = "policy"
-
-    def reset(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook
-        """Prepare for a new simulation on ``cluster`` (called once, before time 0)."""
-
-    @abstractmethod
-    def decide(self, view: SystemView) -> Decision:
-        """Return what to do now."""
-
-    def config(self) -> dict[str, Any]:
-        """The policy's settings, copied into every result."""
-        return {"name": self.name}
+__all__ = [
+    "ArraySchedule",
+    "Combined",
+    "Decision",
+    "Planned",
+    "Policy",
+    "PowerManager",
+    "QueuePolicy",
+    "Schedule",
+    "SystemView",
+]
 
 
 class Schedule:
@@ -190,10 +107,95 @@ class Schedule:
         return f"<Schedule start {len(self.start)} jobs, {len(self._made)} planned so far>"
 
 
+class ArraySchedule(Schedule):
+    """A schedule whose plan a compiled planner makes at once, into arrays.
+
+    ``compute()`` returns ``(job_at, starts, nodes, ptr)``: entry ``k`` of the
+    plan is job ``job_at(k)`` starting at ``starts[k]`` on
+    ``nodes[ptr[k]:ptr[k + 1]]`` (or ``None`` for no plan). It runs when the
+    plan is first read, and entries become :class:`Planned` objects only as
+    they are read, so a power manager that asks only
+    :meth:`first_appearances` pays for no Python object per queued job.
+    """
+
+    def __init__(self, start: list[Planned], compute: Callable[[], tuple | None]) -> None:
+        super().__init__(start)
+        self._compute: Callable[[], tuple | None] | None = compute
+        self._arrays: tuple | None = None
+        self._read = 0
+
+    def _load(self) -> tuple:
+        if self._arrays is None:
+            got = self._compute()
+            self._compute = None
+            if got is None:
+                got = (None, np.empty(0), NO_NODES, np.zeros(1, dtype=np.int64))
+            self._arrays = got
+        return self._arrays
+
+    def _entry(self, k: int) -> Planned:
+        made = self._made
+        job_at, starts, nodes, ptr = self._arrays
+        while len(made) <= k:
+            j = len(made)
+            made.append(Planned(job_at(j), float(starts[j]), nodes[ptr[j] : ptr[j + 1]]))
+        return made[k]
+
+    def iter_plan(self) -> Iterator[Planned]:
+        """Planned jobs in planning order (starts never decrease)."""
+        starts = self._load()[1]
+        for k in range(len(starts)):
+            self._read = max(self._read, k + 1)
+            yield self._entry(k)
+
+    @property
+    def made(self) -> Sequence[Planned]:
+        """The part of the plan read so far (entries made when looked at)."""
+        return _Prefix(self, self._read)
+
+    def first_appearances(self, nodes: set[int]) -> dict[int, float]:
+        """As :meth:`Schedule.first_appearances`, from the arrays (one compiled scan)."""
+        if not nodes:
+            return {}
+        _, starts, flat, ptr = self._load()
+        wanted = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
+        found, entry, read = _easy.first_appearances(flat, ptr, wanted)
+        self._read = max(self._read, read)
+        return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
+
+
+class _Prefix(Sequence):
+    """The first ``n`` entries of an :class:`ArraySchedule`'s plan, made when looked at."""
+
+    def __init__(self, schedule: ArraySchedule, n: int) -> None:
+        self._schedule = schedule
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("plan index out of range")
+        return self._schedule._entry(i)
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 class QueuePolicy(ABC):
     """Chooses which queued jobs start now and plans the others."""
 
     name: str = "queue"
+    #: See :attr:`Policy.planning_cost_s <hpcpower.engine.contract.Policy.planning_cost_s>`.
+    planning_cost_s: float = 0.0
 
     @abstractmethod
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
@@ -216,7 +218,7 @@ class PowerManager(ABC):
     name: str = "power"
     timeout_s: float | None = None
 
-    def reset(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook
+    def reset(self, cluster: ClusterView) -> None:  # noqa: B027 - optional hook
         """Prepare for a new simulation."""
 
     @abstractmethod
@@ -235,8 +237,9 @@ class Combined(Policy):
         self.queue_policy = queue
         self.power = power
         self.name = name or f"{queue.name}+{power.name}"
+        self.planning_cost_s = queue.planning_cost_s
 
-    def reset(self, cluster: Cluster) -> None:
+    def reset(self, cluster: ClusterView) -> None:
         """Reset the power manager."""
         self.power.reset(cluster)
 

@@ -1,7 +1,9 @@
 """Results of a run: job records, node transitions, state counts, and the summary.
 
-Everything here is computed from the records the engine kept; nothing is
-maintained on the side. Field-by-field definitions are in
+Everything here is computed from the engine's plain
+:class:`~hpcpower.engine.record.RunRecord`; nothing is maintained on the
+side, and nothing here knows a policy by name (a policy adds its own
+summary entries through ``Policy.summarise``). Field-by-field definitions are in
 ``docs/reference/results.md``.
 """
 
@@ -16,7 +18,7 @@ import numpy as np
 from hpcpower.platform import STATE_LABELS
 
 if TYPE_CHECKING:
-    from hpcpower.engine.simulation import Simulation
+    from hpcpower.engine.record import RunRecord
 
 #: Bounded-slowdown threshold (seconds): runtimes below it count as this long.
 BSLD_TAU_S = 10.0
@@ -56,16 +58,11 @@ class Results:
     summary: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_simulation(cls, sim: Simulation) -> Results:
-        """Collect the records of ``sim`` (closing its books if it has not ended)."""
-        jobs = sim.workload.jobs
-        end = sim.end_s if sim.end_s is not None else sim.env.now
-        tis = sim.cluster.time_in_state_s.copy()
-        if not sim.finished:
-            # Account the open intervals without touching the live cluster.
-            idx = np.arange(sim.cluster.n_nodes)
-            tis[idx, sim.cluster.state] += end - sim.cluster.since
-        node_energy = tis * sim.cluster.power_w
+    def from_record(cls, record: RunRecord) -> Results:
+        """Results of a run from the engine's plain record of it."""
+        jobs = record.jobs
+        tis = record.time_in_state_s
+        node_energy = tis * record.power_w
         table = {
             "job_id": np.array([j.id for j in jobs], dtype=np.int64),
             "name": np.array([j.name for j in jobs], dtype=object),
@@ -73,45 +70,45 @@ class Results:
             "res": np.array([j.res for j in jobs], dtype=np.int64),
             "reqtime_s": np.array([j.reqtime_s for j in jobs], dtype=float),
             "runtime_s": np.array([j.runtime_s for j in jobs], dtype=float),
-            "start_s": sim.start_s.copy(),
-            "finish_s": sim.finish_s.copy(),
+            "start_s": record.start_s,
+            "finish_s": record.finish_s,
         }
         state = np.full(len(jobs), "waiting", dtype=object)
         state[~np.isnan(table["start_s"])] = "running"
         state[~np.isnan(table["finish_s"])] = "completed"
-        for job_id in sim.rejected:
+        for job_id in record.rejected:
             state[job_id] = "rejected"
         table["state"] = state
         # Ended by the walltime limit rather than by finishing its work.
         table["killed"] = (
             (state == "completed") & (table["runtime_s"] > table["reqtime_s"])
-            if sim.kill_at_walltime
+            if record.kill_at_walltime
             else np.zeros(len(jobs), dtype=bool)
         )
         results = cls(
             jobs=table,
-            allocations=list(sim.gangs),
-            rejected=dict(sim.rejected),
-            transitions=list(sim.cluster.transition_log),
-            state_counts=list(sim._state_rows),
+            allocations=record.gangs,
+            rejected=record.rejected,
+            transitions=record.transitions,
+            state_counts=record.state_counts,
             time_in_state_s=tis,
             energy_by_state_j=node_energy.sum(axis=0),
             node_energy_j=node_energy,
-            decisions=list(sim.decisions),
-            config=sim.config(),
-            end_s=float(end),
+            decisions=record.decisions,
+            config=record.config,
+            end_s=record.end_s,
         )
-        results.summary = results._summarise(sim)
+        results.summary = results._summarise(record)
         return results
 
     # ------------------------------------------------------------- summary
-    def _summarise(self, sim: Simulation) -> dict[str, Any]:
+    def _summarise(self, record: RunRecord) -> dict[str, Any]:
         t = self.jobs
         done = t["state"] == "completed"
         wait = (t["start_s"] - t["submit_s"])[done]
         run = (t["finish_s"] - t["start_s"])[done]
         bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
-        n_nodes = sim.cluster.n_nodes
+        n_nodes = self.time_in_state_s.shape[0]
         span = self.end_s
         energy = {label: float(self.energy_by_state_j[s]) for s, label in enumerate(STATE_LABELS)}
         total = float(self.energy_by_state_j.sum())
@@ -123,7 +120,6 @@ class Results:
             return float(fn(values)) if len(values) else math.nan
 
         mean_wait = stat(np.mean, wait)
-        icon_share = _icon_share(self.decisions, span)
         return {
             "jobs_submitted": int(len(t["job_id"])),
             "jobs_completed": int(done.sum()),
@@ -143,10 +139,10 @@ class Results:
             "total_energy_j": total,
             "wasted_energy_j": total - energy["computing"],
             "wasted_energy_mwh": (total - energy["computing"]) / 3.6e9,
-            "switch_ons": int(sim.cluster.switch_ons),
-            "switch_offs": int(sim.cluster.switch_offs),
-            "decisions": int(sim.passes),
-            "icon_time_fraction": icon_share,
+            "switch_ons": record.switch_ons,
+            "switch_offs": record.switch_offs,
+            "decisions": record.passes,
+            **record.policy_summary,
             "config": self.config,
             "version": self.config.get("version"),
         }
@@ -230,18 +226,3 @@ class Results:
             f"mean wait {s.get('mean_wait_s', math.nan) / 60:.2f} min, "
             f"wasted {s.get('wasted_energy_j', math.nan) / 3.6e9:.3f} MWh>"
         )
-
-
-def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
-    """Share of simulated time during which the last pass was in ICON mode.
-
-    ``None`` when the policy logs no mode (it is not an ICON controller).
-    """
-    moded = [(d["time_s"], d["mode"]) for d in decisions if "mode" in d]
-    if not moded or span <= 0:
-        return None
-    total = 0.0
-    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)], strict=True):
-        if mode == "icon":
-            total += max(0.0, min(t1, span) - t0)
-    return total / span

@@ -14,8 +14,11 @@ to the authors' ``snf_icon.py``. One module per piece:
 * :mod:`.controller` — :class:`SnfIcon`, one invocation in the authors' order.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from hpcpower.policies.icon.config import IconConfig
-from hpcpower.policies.icon.controller import SnfIcon
 
 #: The paper's variants: name -> settings that define it.
 VARIANTS: dict[str, dict[str, object]] = {
@@ -26,3 +29,17 @@ VARIANTS: dict[str, dict[str, object]] = {
 }
 
 __all__ = ["IconConfig", "SnfIcon", "VARIANTS"]
+
+
+def __getattr__(name: str) -> Any:
+    # The controller (and with it the engine and SimPy) is imported when first
+    # asked for, so that the pieces above import on their own.
+    if name == "SnfIcon":
+        from hpcpower.policies.icon.controller import SnfIcon
+
+        return SnfIcon
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from hpcpower.policies.icon.controller import SnfIcon

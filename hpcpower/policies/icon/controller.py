@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcpower.engine.cluster import IDLE
-from hpcpower.policies.base import Combined, Decision, Planned, Policy, SystemView
+from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
+from hpcpower.policies.base import Combined
 from hpcpower.policies.icon.config import IconConfig
 from hpcpower.policies.icon.estimators import ArrivalEstimator, ResourcePmf, ServiceEstimator
 from hpcpower.policies.icon.gate import GateState, arrival_gate, completion_shutdown
@@ -71,8 +71,10 @@ from hpcpower.policies.icon.spares import (
 )
 from hpcpower.policies.power.ipm import IPM
 from hpcpower.policies.queue.snf import SNF
+from hpcpower.states import NodeState
 
 EPS = 1e-9
+IDLE = int(NodeState.IDLE)
 _MISSING = object()
 # ndarray.min without the Python-level wrapper (called for every job).
 _min = np.minimum.reduce
@@ -477,6 +479,10 @@ class SnfIcon(Policy):
         """Name plus every setting, copied into every result."""
         return {"name": self.name, **self.settings.as_dict()}
 
+    def summarise(self, notes, span_s: float) -> dict[str, Any]:
+        """The ICON time share: the part of the run when the latest pass was in ICON mode."""
+        return {"icon_time_fraction": _icon_share(notes, span_s)}
+
     def __repr__(self) -> str:
         mode = self.last_note.get("mode") if self.last_note else "not started"
         return f"<SnfIcon {self.name!r}: last pass {mode}, {self.arrivals!r}>"
@@ -514,8 +520,9 @@ class IdleTimers:
     not apply it, so a node that runs a zero-length job started in such a pass
     is idle again at the next pass with its *old* timer. This class remembers
     those timers and, while any is pending, hands the controller (and the
-    SNF+IPM fallback) a view whose idle nodes show their timer start as
-    ``since`` (``since`` of an idle node is read only as its timer start).
+    SNF+IPM fallback) a view whose ``since`` is an explicit array of timer
+    starts (:meth:`~hpcpower.engine.cluster.ClusterView.with_idle_timers`;
+    ``since`` of an idle node is read only as its timer start).
 
     Args:
         enabled: False when there is no idle timeout.
@@ -542,7 +549,7 @@ class IdleTimers:
         since = view.cluster.since.copy()
         for node, start in self.start.items():
             since[node] = start
-        return replace(view, cluster=_TimerCluster(view.cluster, since))
+        return replace(view, cluster=view.cluster.with_idle_timers(since))
 
     def after_pass(self, view: SystemView, decision: Decision, timeout_applied: bool) -> None:
         """Note the timers of nodes started in a pass that did not apply the timeout."""
@@ -557,17 +564,6 @@ class IdleTimers:
                     self._kept[node] = float(since[node])
 
 
-class _TimerCluster:
-    """A cluster seen with other ``since`` values (read-only; everything else delegated)."""
-
-    def __init__(self, cluster, since: np.ndarray) -> None:
-        self._cluster = cluster
-        self.since = since
-
-    def __getattr__(self, name: str):
-        return getattr(self._cluster, name)
-
-
 class _Recorded:
     """An iterator over plan entries that keeps what was read (for ``Decision.plan``)."""
 
@@ -579,3 +575,18 @@ class _Recorded:
         for p in self._source:
             self.made.append(p)
             yield p
+
+
+def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
+    """Share of simulated time during which the last pass was in ICON mode.
+
+    ``None`` when no pass logged a mode.
+    """
+    moded = [(d["time_s"], d["mode"]) for d in decisions if "mode" in d]
+    if not moded or span <= 0:
+        return None
+    total = 0.0
+    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)], strict=True):
+        if mode == "icon":
+            total += max(0.0, min(t1, span) - t0)
+    return total / span

@@ -4,7 +4,7 @@
   idle nodes while they fit, each taking the idle nodes with the longest
   remaining idle timeout, then lowest id. This is exactly
   :class:`~hpcpower.policies.queue.snf.SNF`'s dispatch, reused as is.
-* **Release map**: the baseline :class:`~hpcpower.policies.planning.ReleaseMap`
+* **Release map**: the baseline :class:`~hpcpower.planning.release.ReleaseMap`
   (same release times, pre-start energies, state and timeout ranks), except
   that every running job — including those started in this pass — frees its
   nodes at ``now + predicted remaining time`` (Appendix A) instead of at its
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcpower.policies.base import Planned, SystemView
-from hpcpower.policies.planning import ReleaseMap
+from hpcpower.engine.contract import Planned, SystemView
+from hpcpower.planning.release import ReleaseMap
 from hpcpower.policies.queue.snf import SNF
 from hpcpower.workload.job import Job
 
@@ -62,7 +62,9 @@ def prediction_release_map(
     view: SystemView, timeout_s: float | None, predictions: Iterable[RunningPrediction]
 ) -> ReleaseMap:
     """The baseline release map with running jobs released at their predicted end."""
-    releases = ReleaseMap(view, timeout_s, overrun_release="now")
+    releases = ReleaseMap(
+        view.cluster, view.now, timeout_s, overrun_release="now", compiled=view.compiled
+    )
     now = view.now
     for p in predictions:
         releases.occupy(p.nodes, now + p.remaining_s)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hpcpower.policies.base import Planned, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.planning import ReleaseMap, idle_order
+from hpcpower.engine.contract import Planned, SystemView
+from hpcpower.planning.release import ReleaseMap, idle_order
+from hpcpower.policies.base import QueuePolicy, Schedule
 
 
 class SNF(QueuePolicy):
     """Smallest-Need-First dispatch with a forward plan of the queue."""
 
     name = "snf"
+    #: About 0.2 ms of numpy planning per job on 64 nodes (benchmarks/RESULTS.md).
+    planning_cost_s = 2e-4
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
         """Start fitting jobs in SNF order, then plan the rest forward."""
@@ -28,7 +31,7 @@ class SNF(QueuePolicy):
             return out
         now = view.now
         jobs = view.queue.snf()
-        idle = idle_order(view.cluster, now, timeout_s)
+        idle = idle_order(view.cluster, now, timeout_s, view.compiled)
         used = 0
         for job in jobs:
             if job.res > len(idle) - used:
@@ -43,7 +46,9 @@ def _plan(view: SystemView, timeout_s: float | None, started: list[Planned], job
     """The forward plan, made only when a power manager reads it (within the pass)."""
     if not jobs:
         return
-    releases = ReleaseMap(view, timeout_s, idle_nodes=idle)
+    releases = ReleaseMap(
+        view.cluster, view.now, timeout_s, idle_nodes=idle, compiled=view.compiled
+    )
     for planned in started:
         releases.occupy(planned.nodes, view.now + planned.job.reqtime_s)
     yield from plan_forward(releases, jobs, view.now)

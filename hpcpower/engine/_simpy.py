@@ -1,0 +1,89 @@
+"""The one place that reaches into SimPy's internals, for the speed of the run loop.
+
+The run loop processes one event per iteration without the overhead of
+``Environment.step``, and two event objects (arrivals, controller passes)
+are rescheduled instead of rebuilt. Both rely on these SimPy 4.1 internals:
+
+* ``Environment._queue``: the heap of ``(time, priority, event id, event)``;
+* ``Environment._now`` and ``Environment._eid`` (an ``itertools.count``);
+* ``Event._ok``, ``Event._value``, ``Event.callbacks`` and ``_defused``.
+
+``setup.cfg`` pins ``simpy>=4.1,<5``; :func:`check` (run by the tests)
+fails loudly if a SimPy release changes any of them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import simpy
+
+#: SimPy orders same-time events by priority (URGENT 0, NORMAL 1).
+URGENT = simpy.events.URGENT
+NORMAL = simpy.events.NORMAL
+
+
+def check() -> None:
+    """Raise ``RuntimeError`` naming what changed if SimPy's internals are not as relied on."""
+    env = simpy.Environment()
+    problems = []
+    if not isinstance(getattr(env, "_queue", None), list):
+        problems.append("Environment._queue is not a list (heap)")
+    if not isinstance(getattr(env, "_now", None), (int, float)):
+        problems.append("Environment._now is missing")
+    if not isinstance(getattr(env, "_eid", None), itertools.count):
+        problems.append("Environment._eid is not an itertools.count")
+    event = env.timeout(1.0, value="x")
+    if getattr(event, "_ok", None) is not True or getattr(event, "_value", None) != "x":
+        problems.append("Event._ok / Event._value are missing")
+    if not env._queue or len(env._queue[0]) != 4 or env._queue[0][3] is not event:
+        problems.append("Environment._queue entries are not (time, priority, id, event)")
+    if problems:
+        raise RuntimeError(
+            f"SimPy {simpy.__version__} changed internals hpcpower relies on: "
+            + "; ".join(problems)
+            + " (hpcpower needs simpy>=4.1,<5)"
+        )
+
+
+def reusable_event(env: simpy.Environment) -> simpy.Event:
+    """A triggered event that is never yielded, so it can be scheduled again and again."""
+    event = simpy.Event(env)
+    event._ok = True
+    event._value = None
+    return event
+
+
+def schedule(
+    env: simpy.Environment, event: simpy.Event, callbacks: list, priority: int, delay: float = 0.0
+) -> None:
+    """Schedule ``event`` with ``callbacks`` at ``now + delay`` (``env.schedule``, unchecked)."""
+    event.callbacks = callbacks
+    heapq.heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+
+
+def now(env: simpy.Environment) -> float:
+    """The current time, read without the property."""
+    return env._now
+
+
+def process(env: simpy.Environment, until: float, run) -> None:
+    """Process events while ``run.finished`` is false and the next event is before ``until``.
+
+    The same as ``while not run.finished and env.peek() < until:
+    env.step()``, with ``Environment.step`` written out as the loop's body:
+    it runs once per event, and this loop is the run's innermost one.
+    """
+    queue = env._queue
+    pop = heapq.heappop
+    while not run.finished and queue and queue[0][0] < until:
+        env._now, _, _, event = pop(queue)
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            # A failed event nobody handled: raise a copy, as simpy does.
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc

@@ -1,0 +1,131 @@
+"""The contract between the engine and a policy: what a controller sees and may decide.
+
+A policy is an object with a ``decide(view) -> Decision`` method. At every
+controller pass the engine hands it a :class:`SystemView`, whose arrays,
+sets, mappings and queue are read-only (writing to them raises), and
+applies the :class:`Decision` it returns through the cluster's mechanics,
+refusing anything illegal with a :class:`~hpcpower.errors.PolicyError`.
+
+The engine owns this module; policies import it, never the reverse.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpcpower.engine.cluster import ClusterView
+    from hpcpower.engine.queue import QueueView, Running
+    from hpcpower.workload.job import Job
+
+
+@dataclass
+class SystemView:
+    """What a policy sees at one controller pass (read-only).
+
+    Attributes:
+        now: Simulated time in seconds.
+        cluster: Node states, the per-state node sets and the power model
+            (:class:`~hpcpower.engine.cluster.ClusterView`).
+        queue: Waiting jobs, in arrival order and in SNF order
+            (:class:`~hpcpower.engine.queue.QueueView`).
+        running: Running jobs by id, with start time and nodes.
+        triggers: Why this pass runs: any of ``"start"`` (the first pass),
+            ``"arrival"``, ``"completion"``, ``"transition"`` (a switch-on or
+            switch-off ended), ``"wakeup"`` (a time the policy asked for) and
+            ``"commands"`` (the repeat pass after a pass that issued commands).
+        arrived: Jobs that arrived since the previous pass.
+        completed: Jobs that finished since the previous pass.
+        first: True on the first pass of the simulation.
+        compiled: Whether planners should use the compiled twins of
+            :mod:`hpcpower.planning` (the simulation's ``kernels`` setting).
+    """
+
+    now: float
+    cluster: ClusterView
+    queue: QueueView
+    running: Mapping[int, Running]
+    triggers: frozenset[str] = frozenset()
+    arrived: Sequence[Job] = ()
+    completed: Sequence[Running] = ()
+    first: bool = False
+    compiled: bool = False
+
+
+@dataclass
+class Planned:
+    """A queued job's place in a policy's plan.
+
+    Attributes:
+        job: The queued job.
+        start_s: Planned start time (``now`` for jobs starting in this pass).
+        nodes: The nodes it is planned on.
+    """
+
+    job: Job
+    start_s: float
+    nodes: Sequence[int]
+
+
+@dataclass
+class Decision:
+    """A policy's answer at one pass; the engine applies it in this order.
+
+    Attributes:
+        start: Jobs to start now, each with exactly ``job.res`` idle nodes.
+        switch_off: Idle nodes to power down now.
+        switch_on: Sleeping nodes to wake now.
+        call_at: Future times at which the policy wants another pass.
+        plan: The part of the policy's plan for queued jobs that was made in
+            this pass (informative; planning stops once the power manager has
+            what it needs).
+        note: Diagnostics for the decision log (a flat dict of scalars).
+    """
+
+    start: list[tuple[Job, Sequence[int]]] = field(default_factory=list)
+    switch_off: list[int] = field(default_factory=list)
+    switch_on: list[int] = field(default_factory=list)
+    call_at: list[float] = field(default_factory=list)
+    plan: Sequence[Planned] = field(default_factory=list)
+    note: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        starts = ", ".join(f"job {j.id} on {len(n)} nodes" for j, n in self.start) or "none"
+        return (
+            f"<Decision start: {starts}; switch on {len(self.switch_on)}, "
+            f"off {len(self.switch_off)}; call at {sorted(self.call_at)[:3]}>"
+        )
+
+
+class Policy(ABC):
+    """A controller: called at every scheduler event with a view of the system."""
+
+    name: str = "policy"
+    #: Rough numpy-path cost of planning one job on a 64-node cluster, in
+    #: seconds, that the compiled twins of :mod:`hpcpower.planning` would
+    #: save. ``Simulation(kernels="auto")`` uses it to decide whether loading
+    #: (and, the first time, compiling) them pays; 0 means never.
+    planning_cost_s: float = 0.0
+
+    def reset(self, cluster: ClusterView) -> None:  # noqa: B027 - optional hook
+        """Prepare for a new simulation on ``cluster`` (called once, before time 0)."""
+
+    @abstractmethod
+    def decide(self, view: SystemView) -> Decision:
+        """Return what to do now."""
+
+    def config(self) -> dict[str, Any]:
+        """The policy's settings, copied into every result."""
+        return {"name": self.name}
+
+    def summarise(self, notes: Sequence[dict[str, Any]], span_s: float) -> dict[str, Any]:
+        """Summary entries computed from this policy's own decision notes (none by default).
+
+        Args:
+            notes: The decision log of the run (the ``note`` of every pass that had one).
+            span_s: The simulated span of the run.
+        """
+        return {}

@@ -1,0 +1,252 @@
+"""Choosing the ``r`` cheapest nodes for a job: numpy form and compiled twins.
+
+A job's nodes are the ``r`` cheapest by (cost, tie key), where the cost is
+the pre-start energy plus idle power times the idle gap, and the tie key
+orders nodes by state rank, remaining idle timeout and id (see
+:mod:`.release`). :func:`cheapest_order` is the numpy form; the compiled
+twins below include the sorts and selections they need, written out
+(numba compiles numpy's sort and partition slowly) so that they give
+exactly what numpy's stable sorts and partitions give.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcpower.planning._numba import kernel
+from hpcpower.planning.common import INF
+
+
+def cheapest_order(r: int, cost: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys are distinct).
+
+    With many candidates, a partition finds the ``r``-th cost; every smaller
+    cost is taken, and ties at that cost are settled by key, so only ``r``
+    entries are sorted.
+    """
+    m = len(cost)
+    if m <= 4 * r or m <= 128:
+        return np.lexsort((key, cost))[:r]
+    cut = np.partition(cost, r - 1)[r - 1]
+    below = np.flatnonzero(cost < cut)
+    tied = np.flatnonzero(cost == cut)
+    need = r - len(below)
+    if len(tied) > need:
+        tied = tied[np.argpartition(key[tied], need - 1)[:need]]
+    chosen = np.concatenate((below, tied))
+    return chosen[np.lexsort((key[chosen], cost[chosen]))]
+
+
+# ------------------------------------------------- sorting and selection
+# Hand-written (numba compiles numpy's sort and partition slowly): a stable
+# merge sort on two keys and a quickselect. Both give exactly what numpy's
+# stable sorts and partitions give.
+
+
+@kernel
+def _argsort2(primary, secondary):
+    """Stable order of positions by ``(primary, secondary)``."""
+    m = len(primary)
+    idx = np.arange(m)
+    tmp = np.empty(m, dtype=np.int64)
+    width = 1
+    while width < m:
+        lo = 0
+        while lo < m:
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                a = idx[i]
+                b = idx[j]
+                if primary[b] < primary[a] or (
+                    primary[b] == primary[a] and secondary[b] < secondary[a]
+                ):
+                    tmp[k] = b
+                    j += 1
+                else:
+                    tmp[k] = a
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+@kernel
+def _kth(values, k):
+    """The ``k``-th smallest value (0-based), as ``np.partition(values, k)[k]``."""
+    return _kth_in_place(values.copy(), k)
+
+
+@kernel
+def _kth_in_place(a, k):
+    """:func:`_kth`, reordering ``a`` itself."""
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+# ------------------------------------------------------------ node choice
+@kernel
+def _order_small(primary, secondary):
+    """:func:`_argsort2` by insertion (fewer allocations; for a few dozen values)."""
+    m = len(primary)
+    idx = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        a = i
+        j = i - 1
+        while j >= 0:
+            b = idx[j]
+            if primary[a] < primary[b] or (
+                primary[a] == primary[b] and secondary[a] < secondary[b]
+            ):
+                idx[j + 1] = b
+                j -= 1
+            else:
+                break
+        idx[j + 1] = a
+    return idx
+
+
+@kernel
+def _order(primary, secondary):
+    """Stable order of positions by ``(primary, secondary)``."""
+    if len(primary) <= 32:
+        return _order_small(primary, secondary)
+    return _argsort2(primary, secondary)
+
+
+@kernel
+def _cheapest(r, cost, key):
+    """Positions of the ``r`` smallest by ``(cost, key)``, in no particular order (keys distinct).
+
+    Every cost below the ``r``-th smallest is taken, then the smallest keys
+    among those tied at it; nothing is sorted.
+    """
+    m = len(cost)
+    if m <= r:
+        return np.arange(m)
+    cut = _kth(cost, r - 1)
+    n_below = 0
+    n_tied = 0
+    for i in range(m):
+        if cost[i] < cut:
+            n_below += 1
+        elif cost[i] == cut:
+            n_tied += 1
+    out = np.empty(r, dtype=np.int64)
+    tied = np.empty(n_tied, dtype=np.int64)
+    tied_keys = np.empty(n_tied, dtype=np.int64)
+    n_below = 0
+    n_tied = 0
+    for i in range(m):
+        if cost[i] < cut:
+            out[n_below] = i
+            n_below += 1
+        elif cost[i] == cut:
+            tied[n_tied] = i
+            tied_keys[n_tied] = key[i]
+            n_tied += 1
+    need = r - n_below
+    last = _kth(tied_keys, need - 1) if n_tied > need else tied_keys.max()
+    for j in range(n_tied):
+        if tied_keys[j] <= last:
+            out[n_below] = tied[j]
+            n_below += 1
+    return out
+
+
+@kernel
+def cheapest_order_jit(r, cost, key):
+    """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
+
+    As :func:`hpcpower.policies.planning._cheapest_order`; only the ``r``
+    chosen are sorted.
+    """
+    if len(cost) <= 32:
+        return _order_small(cost, key)[:r]
+    chosen = _cheapest(r, cost, key)
+    return chosen[_order(cost[chosen], key[chosen])]
+
+
+@kernel
+def select_jit(release, base_j, gap_w, tie_key, r, min_start):
+    """:meth:`ReleaseMap.select` over every node: ``(nodes, start)``; empty nodes for ``None``."""
+    return _select(release, base_j, gap_w, tie_key, r, min_start, True)
+
+
+@kernel
+def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
+    """:func:`select`; with ``ordered`` false the nodes come in no particular order."""
+    m = len(release)
+    work = (np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
+    return _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work)
+
+
+@kernel
+def _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work):
+    """:func:`_select` working in ``work``: ``(floats, floats, ints, ints)``, one slot per node.
+
+    The projection selects once per planned job and hands the same work
+    arrays each time (allocations are a large part of its time).
+    """
+    m = len(release)
+    if r > m:
+        return np.empty(0, dtype=np.int64), np.nan
+    copy, cost_buf, eligible_buf, key_buf = work
+    if r < m:
+        copy[:] = release
+        kth = _kth_in_place(copy, r - 1)
+    else:
+        kth = release.max()
+    if kth == INF:
+        return np.empty(0, dtype=np.int64), np.nan
+    start = min_start if min_start >= kth else kth
+    k = 0
+    for i in range(m):
+        if release[i] <= start:
+            k += 1
+    eligible = eligible_buf[:k]
+    cost = cost_buf[:k]
+    key = key_buf[:k]
+    k = 0
+    for i in range(m):
+        if release[i] <= start:
+            eligible[k] = i
+            cost[k] = base_j[i] + gap_w[i] * (start - release[i])
+            key[k] = tie_key[i]
+            k += 1
+    if ordered:
+        return eligible[cheapest_order_jit(r, cost, key)], start
+    return eligible[_cheapest(r, cost, key)], start

@@ -1,0 +1,56 @@
+"""The simulation as users drive it: the engine's run, reported as :class:`Results`.
+
+:class:`Simulation` is the engine's :class:`hpcpower.engine.simulation.Simulation`
+(every argument, stepping, ``run(until=)``) plus the public ends: ``run()``
+to the end returns :class:`~hpcpower.results.records.Results` made from the
+engine's plain run record, and :meth:`Simulation.from_scenario` builds one
+from a scenario file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hpcpower.engine import simulation as _engine
+from hpcpower.results.records import Results
+from hpcpower.scenario import resolve, simulation_args
+
+
+class Simulation(_engine.Simulation):
+    """One simulated run of a workload on a platform under a policy.
+
+    The arguments are those of :class:`hpcpower.engine.simulation.Simulation`.
+    """
+
+    def run(self, until: float | None = None, *, progress: bool = False) -> Results | None:
+        """Run to the end (returns the :class:`Results`) or to ``until`` (returns ``None``).
+
+        Args:
+            until: Stop at this simulated time; call again to continue.
+            progress: Show a progress bar of finished jobs.
+        """
+        record = super().run(until, progress=progress)
+        return None if record is None else Results.from_record(record)
+
+    def results(self) -> Results:
+        """The results so far (complete once the run has finished)."""
+        return Results.from_record(self.record())
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Simulation:
+        """Build a simulation from a resolved scenario configuration (see ``scenario.resolve``)."""
+        args, options = simulation_args(config)
+        return cls(*args, **options)
+
+    @classmethod
+    def from_scenario(cls, path: str | Path, **overrides: Any) -> Simulation:
+        """Build a simulation from a scenario TOML file.
+
+        Args:
+            path: The scenario file.
+            **overrides: Settings as ``{"section.key": value}``, e.g.
+                ``**{"policy.timeout_s": 600}``, or ``section__key=value``.
+        """
+        dotted = {k.replace("__", "."): v for k, v in overrides.items()}
+        return cls.from_config(resolve(path, dotted))

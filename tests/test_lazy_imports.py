@@ -1,0 +1,114 @@
+"""Light parts stay light: they import without SimPy, numba or the engine.
+
+``import hpcpower`` loads only what it must; the public names are looked up
+when first used. The workload readers, the platform, the states and the
+pieces of SNF-ICON (screen, estimators, runtime model, next event, spares,
+gate, config) import even where SimPy and numba cannot be imported. Each check
+runs in a fresh interpreter, so modules loaded by other tests do not count.
+See docs/background/architecture.md.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Modules that must import with SimPy and numba missing.
+LIGHT = (
+    "hpcpower",
+    "hpcpower.workload",
+    "hpcpower.platform",
+    "hpcpower.states",
+    "hpcpower.policies.icon.screen",
+    "hpcpower.policies.icon.estimators",
+    "hpcpower.policies.icon.runtime",
+    "hpcpower.policies.icon.next_event",
+    "hpcpower.policies.icon.spares",
+    "hpcpower.policies.icon.gate",
+    "hpcpower.policies.icon.config",
+)
+
+#: Makes simpy and numba (and their submodules) impossible to import.
+BLOCK = """
+import sys
+
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("simpy", "numba"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+        return None
+
+sys.meta_path.insert(0, Blocked())
+"""
+
+#: Exits with a message on stderr if the engine, simpy or numba was loaded.
+CHECK_LOADED = """
+import sys
+
+loaded = sorted(
+    name for name in sys.modules
+    if name.partition(".")[0] in ("simpy", "numba")
+    or name == "hpcpower.engine" or name.startswith("hpcpower.engine.")
+)
+if loaded:
+    sys.exit("loaded: " + ", ".join(loaded))
+"""
+
+
+def run(code: str) -> tuple[int, str, str]:
+    """Run ``code`` in a fresh interpreter from the repository root."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("module", LIGHT, ids=LIGHT)
+def test_imports_without_simpy_numba_or_engine(module):
+    code, _, err = run(f"{BLOCK}\nimport {module}\n{CHECK_LOADED}")
+    assert code == 0, f"import {module} with simpy and numba blocked:\n{err}"
+
+
+def test_import_hpcpower_is_light_and_exports_are_lazy():
+    code, out, err = run(
+        """
+        import sys
+
+        import hpcpower
+
+        heavy = ("simpy", "numba", "matplotlib", "hpcpower.engine")
+        loaded = [name for name in heavy if name in sys.modules]
+        if loaded:
+            sys.exit("import hpcpower loaded: " + ", ".join(loaded))
+
+        Simulation = hpcpower.Simulation
+        from hpcpower.engine.simulation import Simulation as Engine
+
+        assert Simulation is Engine, Simulation
+        print("ok")
+        """
+    )
+    assert code == 0, err
+    assert out.strip() == "ok"
+
+
+def test_every_public_name_resolves():
+    code, _, err = run(
+        """
+        import hpcpower
+
+        missing = [name for name in hpcpower.__all__ if not hasattr(hpcpower, name)]
+        assert not missing, missing
+        """
+    )
+    assert code == 0, err
