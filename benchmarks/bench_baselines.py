@@ -24,7 +24,7 @@ import time
 from cases import DATA, PAPER_64
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.policies import kernels
+from hpcpower.planning._numba import AVAILABLE
 
 
 def peak_rss_mb() -> float:
@@ -33,6 +33,7 @@ def peak_rss_mb() -> float:
 
 
 REPEAT = 1  # runs per case; the fastest is reported (--repeat)
+KERNELS = "numba" if AVAILABLE else "numpy"  # --kernels
 
 
 def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> dict:
@@ -41,7 +42,9 @@ def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> d
     t1 = time.perf_counter()
     wall = cpu = float("inf")
     for _ in range(REPEAT):
-        sim = Simulation(load_platform(platform_name), workload, make_policy(policy), seed=42)
+        sim = Simulation(
+            load_platform(platform_name), workload, make_policy(policy), seed=42, kernels=KERNELS
+        )
         w0 = time.perf_counter()
         c0 = time.process_time()
         s = sim.run().summary
@@ -78,7 +81,9 @@ def warm_up() -> None:
     workload.jobs = workload.jobs[:300]
     for plat in ("aoba-64", "aoba-1152"):
         for policy in ("fcfs-easy-ipm", "fcfs-easy", "snf-ipm"):
-            Simulation(load_platform(plat), workload, make_policy(policy), seed=42).run()
+            Simulation(
+                load_platform(plat), workload, make_policy(policy), seed=42, kernels=KERNELS
+            ).run()
 
 
 def main() -> None:
@@ -87,11 +92,18 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per case, the fastest reported (default 1)"
     )
+    parser.add_argument(
+        "--kernels",
+        choices=("numba", "numpy", "auto"),
+        default=KERNELS,
+        help="form of the planning algorithms (default: numba where installed)",
+    )
     args = parser.parse_args()
-    global REPEAT
+    global REPEAT, KERNELS
     REPEAT = max(1, args.repeat)
+    KERNELS = args.kernels
     print(f"python {sys.version.split()[0]} on {platform.machine()}, {platform.processor() or ''}")
-    print(f"planning kernels: {'compiled (numba)' if kernels.ENABLED else 'numpy'}")
+    print(f"planning kernels: {KERNELS}")
     warm_up()
     for name in PAPER_64:
         for policy in ("fcfs-easy-ipm", "snf-ipm"):

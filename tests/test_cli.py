@@ -285,17 +285,24 @@ def test_bad_choice_or_setting_is_one_clear_error(tiny_scenario, tmp_path, capsy
     assert not out.exists()
 
 
-@pytest.mark.parametrize("setting", ["nunpy", "numba ", "NumPy"])
-def test_the_kernels_variable_is_checked(tiny_scenario, tmp_path, capsys, monkeypatch, setting):
-    """A typo in HPCPOWER_KERNELS is refused by name; case and spaces do not matter."""
-    from hpcpower.policies import kernels
+def test_an_unknown_kernels_setting_is_one_clear_error(tiny_scenario, tmp_path, capsys):
+    """A typo in simulation.kernels is refused by name, with the accepted values."""
+    out = tmp_path / "o"
+    code, stdout, err = cli(
+        capsys, "run", tiny_scenario, "--set", "simulation.kernels=nunpy", "--out", out
+    )
+    assert_clean_error(code, stdout, err, "kernels", "'nunpy'", "'numpy'")
+    assert not out.exists()
 
-    monkeypatch.setattr(kernels, "SETTING", setting)
-    code, out, err = cli(capsys, "run", tiny_scenario, "--out", tmp_path / "o", "-q")
-    if setting.strip().lower() in ("numba", "numpy"):
-        assert code == 0, err
-    else:
-        assert_clean_error(code, out, err, "HPCPOWER_KERNELS", repr(setting), "'numpy'")
+
+def test_the_kernels_in_use_are_recorded(tiny_scenario, tmp_path, capsys):
+    """A small run never loads the compiled twins; the choice is in summary.json."""
+    out = tmp_path / "o"
+    code, _, err = cli(capsys, "run", tiny_scenario, "--out", out, "-q")
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["kernels"] == "numpy"
+    assert summary["config"]["scenario"]["simulation"]["kernels"] == "auto"
 
 
 def test_missing_scenario_file(tmp_path, capsys):

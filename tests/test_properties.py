@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hpcpower.engine.simulation import Simulation
+from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS, NodeState, Platform
 from hpcpower.policies.registry import POLICIES, make_policy
 from hpcpower.workload.job import Job

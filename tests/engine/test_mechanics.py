@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcpower.engine.simulation import Simulation
+from hpcpower import Simulation
 from hpcpower.errors import IllegalTransition, PolicyError
 from tests.conftest import Scripted, job, tiny_platform
 

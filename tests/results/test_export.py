@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from hpcpower.engine.simulation import Simulation
+from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS
 from hpcpower.policies.base import Decision
 from hpcpower.policies.registry import make_policy
