@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcpower.platform import Duration, Platform
 from hpcpower.engine.contract import Decision, Policy, SystemView
+from hpcpower.platform import Duration, Platform
 from hpcpower.workload.job import Job
 
 DATA = Path(__file__).resolve().parents[1] / "scenarios" / "data"

@@ -9,7 +9,8 @@ The rules (docs/background/architecture.md explains them):
   modules, the standard library, numpy and numba;
 * workload, platform, states and errors import nothing from engine, policies,
   planning, results, scenario or cli;
-* results imports nothing from engine.simulation, policies, scenario or cli.
+* results imports nothing from engine.simulation, policies, scenario or cli;
+* policies see the engine only through its contract (engine.contract).
 
 The import graph is read with ``ast`` from the files under ``hpcpower/``,
 without importing anything. It holds every ``import`` and ``from ... import``
@@ -220,3 +221,13 @@ def test_results_do_not_import_the_simulation_or_policies():
 
     bad = violations(("hpcpower.results",), allowed)
     assert not bad, report("results import the simulation, policies, scenario or cli", bad)
+
+
+def test_policies_see_the_engine_only_through_its_contract():
+    def allowed(name: str) -> bool:
+        if in_part(name, "hpcpower.engine"):
+            return name == "hpcpower.engine.contract"
+        return not in_part(name, "hpcpower.results", "hpcpower.scenario", "hpcpower.cli")
+
+    bad = violations(("hpcpower.policies",), allowed)
+    assert not bad, report("policies import the engine's mechanics or the parts above", bad)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpower.engine.cluster import ClusterView
 from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
 from hpcpower.planning import easy as _easy
 from hpcpower.planning.common import NO_NODES
+
+if TYPE_CHECKING:
+    from hpcpower.engine.cluster import ClusterView
 
 __all__ = [
     "ArraySchedule",
