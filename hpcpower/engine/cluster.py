@@ -15,13 +15,13 @@ sets cannot be written.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
 import numpy as np
 import simpy
 
+from hpcpower.engine import _simpy
 from hpcpower.errors import IllegalTransition
 from hpcpower.planning import gang as _gang
 from hpcpower.platform import Platform
@@ -104,11 +104,11 @@ class Cluster:
         self.unit_speed = bool((self.speed == 1.0).all())
         self._on_models = [t.switch_on for t in types]
         self._off_models = [t.switch_off for t in types]
-        all_nodes = set(range(n))
-        self.idle: set[int] = all_nodes if initial_state == NodeState.IDLE else set()
-        self.sleeping: set[int] = all_nodes.copy() if initial_state == NodeState.SLEEPING else set()
-        self.switching_on: set[int] = set()
-        self.switching_off: set[int] = set()
+        everyone = range(n)
+        self.idle = NodeSet(everyone if initial_state == NodeState.IDLE else ())
+        self.sleeping = NodeSet(everyone if initial_state == NodeState.SLEEPING else ())
+        self.switching_on = NodeSet()
+        self.switching_off = NodeSet()
         # Idle node -> since, oldest first (see :attr:`idle_since`); ``None``
         # until first read, so that runs whose policy never reads it do not
         # keep it up to date.
@@ -188,7 +188,7 @@ class Cluster:
         the set of ``old``. The arrays change by
         :func:`hpcpower.planning.gang.move_gang` or its compiled twin.
         """
-        now = self.env.now
+        now = _simpy.now(self.env)
         if self._compiled:
             _gang.move_gang_jit(
                 self._seconds,
@@ -227,10 +227,10 @@ class Cluster:
         counts[new] += k
         members = self._members.get(old)
         if members is not None and not left:
-            members.difference_update(listed)
+            set.difference_update(members, listed)
         members = self._members.get(new)
         if members is not None:
-            members.update(listed)
+            set.update(members, listed)
         idle_since = self._idle_since
         if idle_since is not None:
             if old == IDLE:
@@ -292,10 +292,12 @@ class Cluster:
         # by exactly k when all are idle and distinct.
         idle = self.idle
         before = len(idle)
-        idle.difference_update(listed)
+        set.difference_update(idle, listed)
         if len(idle) != before - k or not k:
             n = self.n_nodes
-            idle.update(node for node in listed if 0 <= node < n and self.state[node] == IDLE)
+            set.update(
+                idle, (node for node in listed if 0 <= node < n and self.state[node] == IDLE)
+            )
             raise self._bad_gang(job_id, listed)
         self._move_gang(gang, listed, IDLE, COMPUTING, (job_id, expected_end_s), left=True)
         # The run keeps the gang to the end, and policies see it in ``running``.
@@ -408,46 +410,24 @@ def read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-class ReadOnlySet(AbstractSet):
-    """A live, read-only view of a set: membership, iteration, set algebra, no changes."""
+def _refuse(self, *args, **kwargs):
+    raise TypeError("a node set seen by a policy is read-only: return a Decision instead")
 
-    __slots__ = ("_members",)
 
-    def __init__(self, members: set[int]) -> None:
-        self._members = members
+class NodeSet(set):
+    """A set of node ids that only the cluster changes.
 
-    @classmethod
-    def _from_iterable(cls, iterable):
-        # Set algebra (``view - other``) returns a plain new set.
-        return set(iterable)
+    Reading is a plain set's (membership, iteration, ``union``, ``-`` ...,
+    all at C speed, returning plain sets); every public way of changing it
+    raises ``TypeError``. The cluster changes it through ``set``'s own
+    methods (``set.update(nodes, ...)``), which these do not hide.
+    """
 
-    def __contains__(self, item: object) -> bool:
-        return item in self._members
+    __slots__ = ()
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._members)
-
-    def __len__(self) -> int:
-        return len(self._members)
-
-    def union(self, *others: Iterable[int]) -> set[int]:
-        """A new set: these members and those of ``others``."""
-        return self._members.union(*others)
-
-    def difference(self, *others: Iterable[int]) -> set[int]:
-        """A new set: these members less those of ``others``."""
-        return self._members.difference(*others)
-
-    def intersection(self, *others: Iterable[int]) -> set[int]:
-        """A new set: the members also in every one of ``others``."""
-        return self._members.intersection(*others)
-
-    def copy(self) -> set[int]:
-        """The members as a new (writable) set."""
-        return set(self._members)
-
-    def __repr__(self) -> str:
-        return f"ReadOnlySet({sorted(self._members)!r})"
+    add = discard = remove = pop = clear = update = _refuse
+    difference_update = intersection_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
 
 
 #: The cluster's arrays a policy sees (as read-only views).
@@ -477,7 +457,8 @@ class ClusterView:
             every change.
         power_w, idle_w, switching_on_w, switching_off_w, switch_on_mean_s,
             switch_off_mean_s, speed, ids: The power model per node.
-        idle, sleeping, switching_on, switching_off: Read-only sets of node ids.
+        idle, sleeping, switching_on, switching_off: Node ids in each
+            state (:class:`NodeSet`: read like a set, never changed).
         node_arrays: The arrays a release map is made from (see :class:`Cluster`).
         n_nodes: Number of nodes.
         unit_speed: True when every node computes at speed 1.
@@ -491,10 +472,11 @@ class ClusterView:
         for name in _VIEW_ARRAYS:
             setattr(self, name, read_only(getattr(cluster, name)))
         self.node_arrays = tuple(read_only(a) for a in cluster.node_arrays)
-        self.idle = ReadOnlySet(cluster.idle)
-        self.sleeping = ReadOnlySet(cluster.sleeping)
-        self.switching_on = ReadOnlySet(cluster.switching_on)
-        self.switching_off = ReadOnlySet(cluster.switching_off)
+        self.idle = cluster.idle
+        self.sleeping = cluster.sleeping
+        self.switching_on = cluster.switching_on
+        self.switching_off = cluster.switching_off
+        self._idle_since: Mapping[int, float] | None = None
 
     @property
     def counts(self) -> tuple[int, int, int, int, int]:
@@ -504,7 +486,11 @@ class ClusterView:
     @property
     def idle_since(self) -> Mapping[int, float]:
         """Idle nodes in the order they became idle, each with that time (see :class:`Cluster`)."""
-        return MappingProxyType(self._cluster.idle_since)
+        # The cluster keeps one dict from its first reading on: one proxy of it.
+        proxy = self._idle_since
+        if proxy is None:
+            proxy = self._idle_since = MappingProxyType(self._cluster.idle_since)
+        return proxy
 
     @property
     def time_in_state_s(self) -> np.ndarray:

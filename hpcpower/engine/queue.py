@@ -150,50 +150,41 @@ class JobQueue:
 class QueueView:
     """The waiting queue as a policy sees it: read in any order, never changed.
 
-    Every method of :class:`JobQueue` that reads is here (arrays come
-    read-only); ``push`` and ``remove`` are not.
+    Every method of :class:`JobQueue` that reads is here (its arrays come
+    read-only), bound at once so that reading costs no extra call;
+    ``push`` and ``remove`` are not.
+
+    Attributes:
+        fcfs: Jobs in arrival order (a copy): :meth:`JobQueue.fcfs`.
+        snf: Jobs in SNF order (a copy): :meth:`JobQueue.snf`.
+        job: The waiting job with an id: :meth:`JobQueue.job`.
+        min_res: Fewest nodes any waiting job requests: :meth:`JobQueue.min_res`.
+        fcfs_columns: ``(ids, res, reqtime_s)`` in arrival order: :meth:`JobQueue.fcfs_columns`.
+        slots: The buffers behind them: :meth:`JobQueue.slots`.
     """
 
-    __slots__ = ("_queue",)
+    __slots__ = ("_jobs", "fcfs", "snf", "job", "min_res", "fcfs_columns", "slots")
 
     def __init__(self, queue: JobQueue) -> None:
-        self._queue = queue
-
-    def fcfs(self) -> list[Job]:
-        """Jobs in arrival order (a copy)."""
-        return self._queue.fcfs()
-
-    def snf(self) -> list[Job]:
-        """Jobs in SNF order (a copy)."""
-        return self._queue.snf()
-
-    def job(self, job_id: int) -> Job:
-        """The waiting job with this id."""
-        return self._queue.job(job_id)
-
-    def min_res(self) -> int:
-        """Fewest nodes any waiting job requests (0 when the queue is empty)."""
-        return self._queue.min_res()
-
-    def fcfs_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids, res, reqtime_s)`` of the waiting jobs in arrival order (read-only)."""
-        return self._queue.fcfs_columns()
-
-    def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """The buffers behind :meth:`fcfs_columns` (read-only; see :meth:`JobQueue.slots`)."""
-        return self._queue.slots()
+        self._jobs = queue._fcfs
+        self.fcfs = queue.fcfs
+        self.snf = queue.snf
+        self.job = queue.job
+        self.min_res = queue.min_res
+        self.fcfs_columns = queue.fcfs_columns
+        self.slots = queue.slots
 
     def __contains__(self, job: Job) -> bool:
-        return job in self._queue
+        return job.id in self._jobs
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._jobs)
 
     def __iter__(self) -> Iterator[Job]:
-        return iter(self._queue)
+        return iter(self._jobs.values())
 
     def __repr__(self) -> str:
-        return repr(self._queue)
+        return repr(self.fcfs.__self__)
 
 
 @dataclass(slots=True)

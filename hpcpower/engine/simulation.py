@@ -273,12 +273,19 @@ class Simulation:
         view = self.view
         view.now = _simpy.now(self.env)
         view.triggers = self.last_triggers = frozenset(self._triggers)
-        view.arrived = tuple(self._arrived)
-        view.completed = tuple(self._completed)
-        view.first = self._first
         self._triggers = set()
-        self._arrived = []
-        self._completed = []
+        # (Most passes see no arrival or completion: no new list then.)
+        if self._arrived:
+            view.arrived = tuple(self._arrived)
+            self._arrived = []
+        else:
+            view.arrived = ()
+        if self._completed:
+            view.completed = tuple(self._completed)
+            self._completed = []
+        else:
+            view.completed = ()
+        view.first = self._first
         self._first = False
         decision = self.policy.decide(view)
         self.passes += 1
