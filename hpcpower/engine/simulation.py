@@ -55,7 +55,7 @@ CONTROLLER_PRIORITY = 2
 #: ``kernels="auto"`` uses the compiled twins when the numpy path is
 #: expected to take at least this long (seconds): below it, loading them
 #: (and compiling, the first time) would cost more than it saves.
-AUTO_KERNELS_S = 2.0
+AUTO_KERNELS_S = 3.0
 
 
 class Simulation:

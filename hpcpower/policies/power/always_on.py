@@ -9,6 +9,8 @@ class AlwaysOn(PowerManager):
     """Keep every node powered; nodes that start asleep are woken when the plan needs them."""
 
     name = "always-on"
+    #: The plan is read only while nodes sleep (at most at the start).
+    reads_plan = False
 
     def manage(self, view: SystemView, schedule: Schedule, decision: Decision) -> None:
         """Wake sleeping nodes the plan uses; never switch anything off."""

@@ -22,7 +22,8 @@ class FCFSEasy(QueuePolicy):
     """First-come-first-served with EASY backfilling."""
 
     name = "fcfs-easy"
-    #: About 0.5 ms of numpy planning per job on 64 nodes (benchmarks/RESULTS.md).
+    #: Numpy planning per job on 64 nodes under IPM: 0.28 ms measured on the
+    #: paper's DAS2-fs1 case (0.45-0.95 ms on a loaded machine), rounded up.
     planning_cost_s = 5e-4
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:

@@ -21,7 +21,8 @@ class SNF(QueuePolicy):
     """Smallest-Need-First dispatch with a forward plan of the queue."""
 
     name = "snf"
-    #: About 0.2 ms of numpy planning per job on 64 nodes (benchmarks/RESULTS.md).
+    #: Numpy planning per job on 64 nodes under IPM: 0.12 ms measured on the
+    #: paper's DAS2-fs1 case (0.2-0.3 ms on a loaded machine), rounded up.
     planning_cost_s = 2e-4
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
