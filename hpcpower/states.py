@@ -39,3 +39,11 @@ TRANSITIONS: frozenset[tuple[NodeState, NodeState]] = frozenset(
         (NodeState.SWITCHING_OFF, NodeState.SLEEPING),
     }
 )
+
+# The values as plain ints, for array code and compiled kernels (which read
+# module-level ints as constants).
+SLEEPING = int(NodeState.SLEEPING)
+SWITCHING_ON = int(NodeState.SWITCHING_ON)
+IDLE = int(NodeState.IDLE)
+COMPUTING = int(NodeState.COMPUTING)
+SWITCHING_OFF = int(NodeState.SWITCHING_OFF)

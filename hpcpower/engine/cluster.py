@@ -25,13 +25,17 @@ from hpcpower.engine import _simpy
 from hpcpower.errors import IllegalTransition
 from hpcpower.planning import gang as _gang
 from hpcpower.platform import Platform
-from hpcpower.states import STATE_LABELS, TRANSITIONS, NodeState
+from hpcpower.states import (
+    COMPUTING,
+    IDLE,
+    SLEEPING,
+    STATE_LABELS,
+    SWITCHING_OFF,
+    SWITCHING_ON,
+    TRANSITIONS,
+    NodeState,
+)
 
-SLEEPING = int(NodeState.SLEEPING)
-SWITCHING_ON = int(NodeState.SWITCHING_ON)
-IDLE = int(NodeState.IDLE)
-COMPUTING = int(NodeState.COMPUTING)
-SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
 _LEGAL = frozenset((int(a), int(b)) for a, b in TRANSITIONS)
 #: ``(job id, expected end)`` of a node without a job.
 _NO_JOB = (-1, np.nan)
@@ -189,31 +193,11 @@ class Cluster:
         :func:`hpcpower.planning.gang.move_gang` or its compiled twin.
         """
         now = _simpy.now(self.env)
+        arrays = (self._seconds, self.since, self.state, self.job_on, self.expected_end_s)
         if self._compiled:
-            _gang.move_gang_jit(
-                self._seconds,
-                self.since,
-                self.state,
-                self.job_on,
-                self.expected_end_s,
-                gang,
-                now,
-                (old, new),
-                job,
-            )
+            _gang.move_gang_jit(*arrays, gang, now, (old, new), job)
         else:
-            _gang.move_gang(
-                self._seconds,
-                self.since,
-                self.state,
-                self.job_on,
-                self.expected_end_s,
-                gang,
-                listed,
-                now,
-                (old, new),
-                job,
-            )
+            _gang.move_gang(*arrays, gang, listed, now, (old, new), job)
         self._book(listed, old, new, now, left)
 
     def _book(self, listed, old: int, new: int, now: float, left: bool = False) -> None:

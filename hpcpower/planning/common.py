@@ -1,21 +1,21 @@
 """What the numpy forms and the compiled twins share: one definition of the data.
 
-State values come from :class:`hpcpower.states.NodeState`; a compiled twin
-reads these module constants as compile-time constants, so both forms
-cannot disagree on them.
+State values come from :mod:`hpcpower.states` (re-exported here); a
+compiled twin reads these module constants as compile-time constants, so
+both forms cannot disagree on them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hpcpower.states import NodeState
-
-SLEEPING = int(NodeState.SLEEPING)
-SWITCHING_ON = int(NodeState.SWITCHING_ON)
-IDLE = int(NodeState.IDLE)
-COMPUTING = int(NodeState.COMPUTING)
-SWITCHING_OFF = int(NodeState.SWITCHING_OFF)
+from hpcpower.states import (  # noqa: F401 - re-exported for the planning modules
+    COMPUTING,
+    IDLE,
+    SLEEPING,
+    SWITCHING_OFF,
+    SWITCHING_ON,
+)
 
 #: Slack for comparisons of planned times (seconds), as the authors' planner.
 EPS = 1e-9

@@ -10,6 +10,21 @@ from hpcpower import Simulation
 from hpcpower.engine import _simpy
 from hpcpower.engine.contract import Decision, Policy, SystemView
 
+#: The cluster arrays a policy sees, each of which must refuse writes.
+ARRAYS = (
+    "state",
+    "since",
+    "job_on",
+    "expected_end_s",
+    "transition_end_s",
+    "power_w",
+    "idle_w",
+    "switch_on_mean_s",
+    "speed",
+    "ids",
+)
+SETS = ("idle", "sleeping", "switching_on", "switching_off")
+
 
 class Vandal(Policy):
     """Tries every way of changing the system through its view; records what was refused."""
@@ -28,24 +43,13 @@ class Vandal(Policy):
     def decide(self, view: SystemView) -> Decision:
         cluster = view.cluster
         queue = view.queue
-        for name in (
-            "state",
-            "since",
-            "job_on",
-            "expected_end_s",
-            "transition_end_s",
-            "power_w",
-            "idle_w",
-            "switch_on_mean_s",
-            "speed",
-            "ids",
-        ):
+        for name in ARRAYS:
             array = getattr(cluster, name)
             self.attempt(f"cluster.{name}", lambda a=array: a.__setitem__(0, a[0]))
         for k, array in enumerate(cluster.node_arrays):
             self.attempt(f"node_arrays[{k}]", lambda a=array: a.__setitem__(0, a[0]))
         self.attempt("cluster.time_in_state_s", lambda: cluster.time_in_state_s.__setitem__(0, 0))
-        for name in ("idle", "sleeping", "switching_on", "switching_off"):
+        for name in SETS:
             members = getattr(cluster, name)
             self.attempt(f"cluster.{name}.add", lambda m=members: m.add(0))
             self.attempt(f"cluster.{name}.discard", lambda m=members: m.discard(0))
@@ -69,39 +73,15 @@ def test_a_policy_cannot_change_the_cluster_or_queue_through_its_view():
     sim = Simulation(tiny_platform(3), [job(0, 0, 2, 10), job(1, 0, 3, 10)], vandal)
     sim.step()
     expected = {
-        *(
-            f"cluster.{n}"
-            for n in (
-                "state",
-                "since",
-                "job_on",
-                "expected_end_s",
-                "transition_end_s",
-                "power_w",
-                "idle_w",
-                "switch_on_mean_s",
-                "speed",
-                "ids",
-                "time_in_state_s",
-                "counts",
-                "idle_since",
-            )
-        ),
+        *(f"cluster.{name}" for name in ARRAYS),
+        "cluster.time_in_state_s",
+        "cluster.counts",
+        "cluster.idle_since",
         *(f"node_arrays[{k}]" for k in range(8)),
-        *(
-            f"cluster.{n}.{op}"
-            for n in ("idle", "sleeping", "switching_on", "switching_off")
-            for op in ("add", "discard")
-        ),
-        "queue column ids",
-        "queue column res",
-        "queue column reqtime_s",
+        *(f"cluster.{name}.{op}" for name in SETS for op in ("add", "discard")),
+        *(f"queue column {name}" for name in ("ids", "res", "reqtime_s")),
         *(f"queue slot {k}" for k in range(4)),
-        "queue.push",
-        "queue.remove",
-        "running",
-        "triggers",
-        "arrived",
+        *("queue.push", "queue.remove", "running", "triggers", "arrived"),
     }
     assert set(vandal.refused) == expected
     # Writing to an array raises numpy's own error for read-only arrays.

@@ -71,10 +71,9 @@ from hpcpower.policies.icon.spares import (
 )
 from hpcpower.policies.power.ipm import IPM
 from hpcpower.policies.queue.snf import SNF
-from hpcpower.states import NodeState
+from hpcpower.states import IDLE
 
 EPS = 1e-9
-IDLE = int(NodeState.IDLE)
 _MISSING = object()
 # ndarray.min without the Python-level wrapper (called for every job).
 _min = np.minimum.reduce
