@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpcpower import Simulation, make_policy
-from hpcpower.policies.planning import ReleaseMap, Timelines
+from hpcpower.planning import _numba
+from hpcpower.planning.easy import started_columns
+from hpcpower.planning.release import ReleaseMap
+from hpcpower.planning.timelines import Timelines
 from tests.conftest import DATA, job, tiny_platform
+from tests.planning import oracle
+
+
+def _timelines_on(n_nodes: int, segments: list[tuple[int, float, float]]):
+    """An idle cluster's timelines at time 0 (no timeout) with ``segments`` added; the cluster."""
+    sim = Simulation(
+        tiny_platform(n_nodes), [job(0, 0, 1, 1)], make_policy("fcfs-easy"), kernels="numpy"
+    )
+    cluster = sim.view.cluster
+    lines = Timelines(ReleaseMap(cluster, 0.0, None), cluster, 0.0, started_columns([]))
+    for node, start, length in segments:
+        lines.add(np.array([node]), start, start + length)
+    return lines, cluster
 
 
 def _timelines(n_nodes: int, segments: list[tuple[int, float, float]]) -> Timelines:
-    sim = Simulation(tiny_platform(n_nodes), [job(0, 0, 1, 1)], make_policy("fcfs-easy"))
-    view = sim._view
-    view.now = 0.0
-    lines = Timelines(ReleaseMap(view, None), view, [])
-    for node, start, length in segments:
-        lines.add(np.array([node]), start, start + length)
-    return lines
+    return _timelines_on(n_nodes, segments)[0]
 
 
 segment = st.tuples(
@@ -44,10 +55,10 @@ def test_interval_sweep_equals_brute_force(n, segs, r, wall, lo, span):
         node %= n
         if all(not (start < s + ln and s < start + length) for m, s, ln in kept if m == node):
             kept.append((node, start, length))
-    lines = _timelines(n, kept)
+    lines, cluster = _timelines_on(n, kept)
     hi = None if span is None else lo + span
     fast = lines.earliest(r, wall, lo, hi)
-    slow = lines.earliest_by_grid(r, wall, lo, hi)
+    slow = oracle.earliest_by_grid(lines, cluster, None, r, wall, lo, hi)
     if slow is None:
         assert fast is None
     else:
@@ -70,7 +81,7 @@ def test_a_job_fits_in_the_gap_before_a_reservation():
 
 def _intervals_by_sort(lines: Timelines) -> list[tuple[int, float, float]]:
     """Free intervals from the segments by the original sort (reference for the kept arrays)."""
-    start, finish = lines.segment_arrays()
+    start, finish = oracle.segment_arrays(lines)
     start = np.concatenate((start, np.full((len(start), 1), np.inf)), axis=1)
     finish = np.concatenate((finish, np.full((len(finish), 1), np.inf)), axis=1)
     order = np.argsort(start, axis=1, kind="stable")
@@ -83,7 +94,7 @@ def _intervals_by_sort(lines: Timelines) -> list[tuple[int, float, float]]:
 
 
 def _window_free_by_segments(lines: Timelines, nodes, start: float, finish: float) -> bool:
-    s, f = lines.segment_arrays()
+    s, f = oracle.segment_arrays(lines)
     s, f = s[nodes], f[nodes]
     begun = s <= start
     if (begun & (f > start)).any():
@@ -112,7 +123,7 @@ def test_kept_free_intervals_equal_a_rebuild_from_segments(n, segs, probes):
     lines = _timelines(n, [])
     for node, start, length in segs:
         lines.add(np.array([node % n]), start, start + length)
-        node_ids, a, b = lines.free_intervals()
+        node_ids, a, b = oracle.free_intervals(lines)
         kept = sorted(zip(node_ids.tolist(), a.tolist(), b.tolist(), strict=True))
         assert kept == _intervals_by_sort(lines)
     for t, length in probes:
@@ -123,8 +134,11 @@ def test_kept_free_intervals_equal_a_rebuild_from_segments(n, segs, probes):
         )
 
 
-def _select_by_four_keys(releases: ReleaseMap, r: int, min_start: float):
-    """ReleaseMap.select as first written: one lexsort on (cost, rank, timeout rank, id)."""
+def _select_by_four_keys(releases: ReleaseMap, cluster, timeout_s, r: int, min_start: float):
+    """ReleaseMap.select as first written: one lexsort on (cost, rank, timeout rank, id).
+
+    ``cluster`` and ``timeout_s`` are those the map was made with (for the tie-break keys).
+    """
     ids = releases.ids
     rel = releases.release[ids]
     finite = np.isfinite(rel)
@@ -137,41 +151,70 @@ def _select_by_four_keys(releases: ReleaseMap, r: int, min_start: float):
     ids, rel = ids[ok], rel[ok]
     gap = np.where(releases.no_gap[ids], 0.0, releases.idle_w[ids] * (start - rel))
     cost = releases.base_j[ids] + gap
-    order = np.lexsort((ids, releases.timeout_rank[ids], releases.rank[ids], cost))
+    order = np.lexsort(
+        (
+            ids,
+            oracle.timeout_rank(releases, cluster, timeout_s)[ids],
+            oracle.rank(releases, cluster)[ids],
+            cost,
+        )
+    )
     return ids[order[:r]], start
 
 
-def test_select_equals_the_four_key_sort_on_real_passes():
-    """Every node choice of a DAS2-fs1 prefix run (64 and 1152 nodes, with and without timeout)."""
+@pytest.mark.parametrize(
+    "kernels",
+    [
+        "numpy",
+        pytest.param(
+            "numba",
+            marks=pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed"),
+        ),
+    ],
+)
+def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
+    """Every node choice of an SDSC-BLUE prefix run (64 and 1152 nodes, with and without timeout).
+
+    Run with either form of the planners: the compiled form's node choice
+    (``ReleaseMap(compiled=True).select``) is checked where a policy asks it.
+    """
     from hpcpower import load_platform, load_workload
 
     checked = 0
+    original_init = ReleaseMap.__init__
     original = ReleaseMap.select
+
+    def recording(self, cluster, now, timeout_s, *args, **kwargs):
+        original_init(self, cluster, now, timeout_s, *args, **kwargs)
+        # What the tie-break keys are read from (copies of the map share it).
+        self.made_from = (cluster, timeout_s)
 
     def checking(self, r, min_start, candidates=None):
         nonlocal checked
         got = original(self, r, min_start, candidates)
         if candidates is None:
-            want = _select_by_four_keys(self, r, min_start)
+            want = _select_by_four_keys(self, *self.made_from, r, min_start)
             assert (got is None) == (want is None)
             if got is not None:
                 assert got[1] == want[1] and got[0].tolist() == want[0].tolist()
             checked += 1
         return got
 
-    ReleaseMap.select = checking
-    try:
-        for platform, jobs, policy in (
-            ("aoba-64", 300, "fcfs-easy-ipm"),
-            ("aoba-64", 300, "snf-ipm"),
-            ("aoba-1152", 400, "snf-ipm"),
-            ("aoba-1152", 400, "fcfs-easy"),
-        ):
-            workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
-            workload.jobs = workload.jobs[:jobs]
-            Simulation(load_platform(platform), workload, make_policy(policy), seed=42).run()
-    finally:
-        ReleaseMap.select = original
+    monkeypatch.setattr(ReleaseMap, "__init__", recording)
+    monkeypatch.setattr(ReleaseMap, "select", checking)
+    for platform, jobs, policy in (
+        ("aoba-64", 300, "fcfs-easy-ipm"),
+        ("aoba-64", 300, "snf-ipm"),
+        ("aoba-1152", 400, "snf-ipm"),
+        ("aoba-1152", 400, "fcfs-easy"),
+    ):
+        workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+        workload.jobs = workload.jobs[:jobs]
+        sim = Simulation(
+            load_platform(platform), workload, make_policy(policy), seed=42, kernels=kernels
+        )
+        assert sim.kernels == kernels
+        sim.run()
     assert checked > 1000
 
 
@@ -192,6 +235,6 @@ def test_kept_free_intervals_with_many_nodes_per_segment(n, segs):
     lines = _timelines(n, [])
     for nodes, start, length in segs:
         lines.add(np.array(sorted({x % n for x in nodes})), start, start + length)
-        node_ids, a, b = lines.free_intervals()
+        node_ids, a, b = oracle.free_intervals(lines)
         kept = sorted(zip(node_ids.tolist(), a.tolist(), b.tolist(), strict=True))
         assert kept == _intervals_by_sort(lines)

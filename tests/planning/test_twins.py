@@ -1,31 +1,53 @@
-"""The compiled planning kernels compute exactly what the numpy planners compute."""
+"""The compiled twins of the planning algorithms compute exactly what their numpy forms compute.
+
+The twins are plain Python functions until :func:`hpcpower.planning.compiled.load`
+puts their numba dispatchers in place, so every test here reaches them
+through their module (``select.select_jit``), after loading them.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hpcpower import Simulation, load_platform, load_workload
-from hpcpower.policies import kernels
-from hpcpower.policies.planning import ReleaseMap
+from hpcpower import Simulation, load_platform, load_workload, make_policy
+from hpcpower.planning import _numba, compiled, easy, gang, release, select
+from hpcpower.planning.common import IDLE, timeout_arg
+from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
 from tests.conftest import DATA, job, tiny_platform
 
-pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+@pytest.fixture(scope="module")
+def twins():
+    """The compiled twins, loaded (skips without numba)."""
+    pytest.importorskip("numba")
+    compiled.load()
+    assert compiled.loaded()
+
+
+needs_twins = pytest.mark.usefixtures("twins")
 
 floats = st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, 1e9, np.inf])
 
 
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(st.lists(floats, min_size=1, max_size=40), st.lists(floats, min_size=40, max_size=40))
 def test_merge_sort_is_numpys_stable_lexsort(primary, secondary):
     a = np.array(primary)
     b = np.array(secondary[: len(a)])
-    assert kernels._argsort2(a, b).tolist() == np.lexsort((b, a)).tolist()
+    assert select._argsort2(a, b).tolist() == np.lexsort((b, a)).tolist()
 
 
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(
@@ -39,10 +61,11 @@ def test_selection_is_the_kth_order_statistic(values, data):
     """Any ``k``, with many or few distinct values: numpy's answer."""
     a = np.array(values)
     k = data.draw(st.integers(0, len(a) - 1))
-    assert kernels._kth(a, k) == np.partition(a, k)[k]
+    assert select._kth(a, k) == np.partition(a, k)[k]
     assert a.tolist() == values  # the input is left alone
 
 
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 5).map(float), min_size=1, max_size=300), st.data())
 def test_cheapest_takes_the_r_smallest_pairs(costs, data):
@@ -51,24 +74,237 @@ def test_cheapest_takes_the_r_smallest_pairs(costs, data):
     key = np.random.default_rng(len(costs)).permutation(len(cost)).astype(np.int64)
     r = data.draw(st.integers(1, len(cost)))
     want = np.lexsort((key, cost))[:r]
-    got = kernels._cheapest(r, cost, key)
+    got = select._cheapest(r, cost, key)
     assert len(got) == r
     assert sorted(got.tolist()) == sorted(want.tolist())
 
 
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(0, 5).map(float), min_size=1, max_size=300),
     st.integers(1, 40),
 )
 def test_cheapest_order_matches_numpy_with_and_without_partition(costs, r):
-    from hpcpower.policies.planning import _cheapest_order
-
     cost = np.array(costs)
     key = np.random.default_rng(len(costs)).permutation(len(cost)).astype(np.int64)
     r = min(r, len(cost))
-    want = _cheapest_order(r, cost, key)
-    assert kernels._cheapest_order(r, cost, key).tolist() == want.tolist()
+    want = select.cheapest_order(r, cost, key)
+    assert select.cheapest_order_jit(r, cost, key).tolist() == want.tolist()
+
+
+def _release_map_of(rel, base_j, gap_w, tie_key) -> ReleaseMap:
+    """A release map (numpy form) holding the given arrays, for its node choice."""
+    releases = object.__new__(ReleaseMap)
+    releases.compiled = False
+    releases.release = rel
+    releases.base_j = base_j
+    releases.gap_w = gap_w
+    releases.tie_key = tie_key
+    return releases
+
+
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            # Release times with ties and unknown (inf) ones.
+            st.sampled_from([0.0, 10.0, 10.0, 25.0, 100.0, 1e6, np.inf]),
+            st.sampled_from([0.0, 0.0, 150.0, 1500.0]),  # pre-start energy
+            st.sampled_from([0.0, 100.0, 100.0, 80.0]),  # idle power (0: no gap cost)
+        ),
+        min_size=1,
+        max_size=300,
+    ),
+    st.data(),
+)
+def test_select_jit_is_the_release_maps_node_choice(nodes, data):
+    """Any ``r`` (even more than the nodes), any barrier: the nodes and start numpy picks."""
+    rel, base_j, gap_w = (np.array(column) for column in zip(*nodes, strict=True))
+    tie_key = np.random.default_rng(len(nodes)).permutation(len(nodes)).astype(np.int64)
+    r = data.draw(st.integers(1, len(nodes) + 1))
+    min_start = data.draw(st.sampled_from([0.0, 5.0, 10.0, 50.0, 2e6]))
+    want = _release_map_of(rel, base_j, gap_w, tie_key).select(r, min_start)
+    got_nodes, got_start = select.select_jit(rel, base_j, gap_w, tie_key, r, min_start)
+    if want is None:
+        assert len(got_nodes) == 0 and np.isnan(got_start)
+    else:
+        assert got_nodes.tolist() == want[0].tolist() and got_start == want[1]
+
+
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),  # state
+            st.sampled_from([0.0, 5.0, 5.0, 12.5, 300.0]),  # since (ties)
+        ),
+        min_size=1,
+        max_size=80,
+    ),
+    st.sampled_from([None, 0.0, 60.0, 600.0]),
+    st.sampled_from([300.0, 1000.0]),
+)
+def test_idle_order_jit_is_the_idle_order(nodes, timeout_s, now):
+    """Few and many (over 32) idle nodes, ties in idle time, with and without timeout."""
+    state = np.array([s for s, _ in nodes], dtype=np.int8)
+    since = np.array([t for _, t in nodes])
+    cluster = SimpleNamespace(
+        state=state, since=since, idle=set(np.flatnonzero(state == IDLE).tolist())
+    )
+    want = idle_order(cluster, now, timeout_s)
+    got = release.idle_order_jit(state, since, timeout_arg(timeout_s), now)
+    assert got.tolist() == want.tolist()
+
+
+#: The arrays of a release map that its compiled twin makes, in its order.
+RELEASE_ARRAYS = ("release", "base_j", "no_gap", "gap_w", "tie_key")
+
+
+def _entries(got) -> list[tuple[int, float, list[int]]]:
+    """A compiled projection's arrays ``(index, start, nodes, ptr)`` as entries."""
+    index, starts, nodes, ptr = got
+    return [
+        (int(index[j]), float(starts[j]), nodes[ptr[j] : ptr[j + 1]].tolist())
+        for j in range(len(index))
+    ]
+
+
+def _numpy_entries(plan) -> list[tuple[int, float, list[int]]]:
+    """The numpy projection's ``(index, start, nodes)`` entries, as :func:`_entries` gives them."""
+    return [(int(i), float(s), np.asarray(nodes).tolist()) for i, s, nodes in plan]
+
+
+def _plan_arrays(plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A plan (Planned entries) as ``(nodes, ptr, starts)``.
+
+    Entry ``k`` runs on ``nodes[ptr[k]:ptr[k + 1]]`` from ``starts[k]``.
+    """
+    gangs = [np.asarray(p.nodes, dtype=np.int64) for p in plan]
+    flat = np.concatenate(gangs) if gangs else np.empty(0, dtype=np.int64)
+    ptr = np.zeros(len(gangs) + 1, dtype=np.int64)
+    np.cumsum([len(g) for g in gangs], out=ptr[1:])
+    return flat, ptr, np.array([p.start_s for p in plan], dtype=float)
+
+
+def _compare_twins_directly(view, timeout_s) -> None:
+    """Every public twin of one FCFS/EASY pass, called on this pass, against its numpy form.
+
+    The idle order, the release map (both overrun rules) and the node choice;
+    then ``easy_pass`` against dispatch, ``reserve_head`` and ``backfill``;
+    ``backfill_jit`` against the last two; ``plan_later`` and ``project_jit``
+    against ``reserve_head`` and ``project``.
+    """
+    cluster = view.cluster
+    now = view.now
+    n = cluster.n_nodes
+    timeout = timeout_arg(timeout_s)
+    order = idle_order(cluster, now, timeout_s)
+    order64 = np.asarray(order, dtype=np.int64)
+    assert release.idle_order_jit(cluster.state, cluster.since, timeout, now).tolist() == (
+        order.tolist()
+    )
+    for overrun in ("inf", "now"):
+        want = ReleaseMap(cluster, now, timeout_s, overrun_release=overrun, idle_nodes=order)
+        got = release.release_map(now, cluster.node_arrays, overrun == "inf", timeout, order64)
+        for name, array in zip(RELEASE_ARRAYS, got, strict=True):
+            assert np.array_equal(array, getattr(want, name)), (overrun, name)
+        for r in sorted({1, max(1, n // 2), n}):
+            for barrier in (now, now + 3600.0):
+                pick = want.select(r, barrier)
+                nodes, start = select.select_jit(
+                    want.release, want.base_j, want.gap_w, want.tie_key, r, barrier
+                )
+                if pick is None:
+                    assert len(nodes) == 0 and np.isnan(start)
+                else:
+                    assert nodes.tolist() == pick[0].tolist() and start == pick[1]
+
+    queue = view.queue
+    if not len(queue):
+        return
+    ids, res, req = (np.array(column) for column in queue.fcfs_columns())
+    # FCFS dispatch on the idle order.
+    k = used = 0
+    dispatched = []
+    while k < len(ids) and res[k] <= len(order) - used:
+        dispatched.append((order64[used : used + res[k]], float(req[k])))
+        used += int(res[k])
+        k += 1
+    started = easy.started_columns(dispatched)
+    got_k, m, outcome, h, c, head_start, packed = easy.easy_pass(
+        now, cluster.node_arrays, timeout, queue.slots()
+    )
+    assert (got_k, m) == (k, len(order))
+    assert packed[:m].tolist() == order.tolist()
+    assert packed[m : m + k].tolist() == ids[:k].tolist()
+    if k == len(ids):
+        assert outcome == easy.ALL_START
+        return
+    assert packed[m + k] == ids[k]
+
+    # The head's reservation, and the later jobs backfilled around it.
+    idle = order64[used:]
+    later = (res[k + 1 :], req[k + 1 :])
+    head_res, head_req = int(res[k]), float(req[k])
+    base = ReleaseMap(cluster, now, timeout_s, idle_nodes=order)
+    pick = easy.reserve_head(base, now, started, head_res)
+    positions: list[int] = []
+    backfilled: list[np.ndarray] = []
+    if pick is not None:
+        positions, backfilled = easy.backfill(now, pick[1], pick[0], idle, *later, n)
+    n_head, n_backfilled, got_start, core = easy.backfill_jit(
+        now, cluster.node_arrays, timeout, order64, started, head_res, idle, *later
+    )
+    if pick is None:
+        assert (n_head, n_backfilled) == (0, 0) and np.isnan(got_start)
+    else:
+        assert n_head == len(pick[0]) and got_start == pick[1]
+        # (The head's nodes as a set: the projection orders them.)
+        assert sorted(core[:n_head].tolist()) == sorted(pick[0].tolist())
+        assert core[n_head : n_head + n_backfilled].tolist() == positions
+        ptr = core[n_head + n_backfilled : n_head + 2 * n_backfilled + 1]
+        flat = core[n_head + 2 * n_backfilled + 1 :]
+        assert [flat[ptr[q] : ptr[q + 1]].tolist() for q in range(n_backfilled)] == [
+            g.tolist() for g in backfilled
+        ]
+    if not (later[0] <= len(idle)).any():
+        assert outcome == easy.PLAN_LATER
+    else:
+        assert outcome == easy.BACKFILLED
+        assert (h, c) == (n_head, n_backfilled)
+        assert np.array_equal(head_start, got_start, equal_nan=True)
+        at = m + k + 1
+        assert packed[at : at + c].tolist() == ids[k + 1 :][positions].tolist()
+        assert packed[at + c :].tolist() == core.tolist()
+
+    # The projection: reserving for the head after the dispatched jobs and
+    # projecting every later job (plan_later), and after backfilling (project_jit).
+    head = None if pick is None else (pick[0], pick[1], head_req)
+    want = [] if head is None else list(easy.project(now, cluster, base, started, head, later))
+    got = easy.plan_later(
+        now, cluster.node_arrays, timeout, order64, started, head_res, head_req, later
+    )
+    assert _entries(got) == _numpy_entries(want)
+    if head is None:
+        return
+    started_all = easy.started_columns(
+        dispatched + list(zip(backfilled, later[1][positions].tolist(), strict=True))
+    )
+    rest = easy.unpicked(later, positions)
+    want = list(easy.project(now, cluster, base, started_all, head, rest))
+    got = easy.project_jit(
+        now,
+        (cluster.state, cluster.since, cluster.switch_on_mean_s),
+        (base.release, base.base_j, base.gap_w, base.no_gap, base.idle_w, base.tie_key),
+        started_all,
+        # (The head's nodes in any order: the twin orders them as the reservation did.)
+        (np.sort(pick[0]).astype(np.int64), float(pick[1]), head_req, k),
+        rest,
+    )
+    assert _entries(got) == _numpy_entries(want)
 
 
 class _Checking(FCFSEasy):
@@ -79,25 +315,32 @@ class _Checking(FCFSEasy):
         self.planned = 0
 
     def schedule(self, view, timeout_s):
+        # The same pass as the numpy form and as the compiled twins see it.
+        numpy_view = dataclasses.replace(view, compiled=False)
+        twins_view = dataclasses.replace(view, compiled=True)
+        slow = FCFSEasy.schedule(self, numpy_view, timeout_s)
+        slow_plan = slow.plan
+        slow_map = ReleaseMap(view.cluster, view.now, timeout_s)
+        fast = FCFSEasy.schedule(self, twins_view, timeout_s)
+        fast_plan = fast.plan
+        fast_map = ReleaseMap(view.cluster, view.now, timeout_s, compiled=True)
         # What IPM asks: the first appearance of the sleeping nodes (and of
         # every node, which rarely all appear), and how much was read for it.
+        flat, ptr, starts = _plan_arrays(slow_plan)
         for wanted in (set(view.cluster.sleeping), set(range(view.cluster.n_nodes))):
             answers = []
-            for compiled in (False, True):
-                with kernels.use(compiled):
-                    schedule = FCFSEasy.schedule(self, view, timeout_s)
-                    found = schedule.first_appearances(wanted)
-                    answers.append((list(found.items()), len(schedule.made)))
+            for each in (numpy_view, twins_view):
+                schedule = FCFSEasy.schedule(self, each, timeout_s)
+                found = schedule.first_appearances(wanted)
+                answers.append((list(found.items()), len(schedule.made)))
             assert answers[0] == answers[1]
-        with kernels.use(False):
-            slow = FCFSEasy.schedule(self, view, timeout_s)
-            slow_plan = slow.plan
-            slow_map = ReleaseMap(view, timeout_s)
-        with kernels.use(True):
-            fast = FCFSEasy.schedule(self, view, timeout_s)
-            fast_plan = fast.plan
-            fast_map = ReleaseMap(view, timeout_s)
-        for name in ("release", "base_j", "gap_w", "no_gap", "tie_key"):
+            if wanted:
+                # The twin's own scan, of the numpy plan.
+                nodes = np.fromiter(wanted, dtype=np.int64, count=len(wanted))
+                found, entry, read = easy.first_appearances(flat, ptr, nodes)
+                got = (list(zip(found.tolist(), starts[entry].tolist(), strict=True)), read)
+                assert got == answers[0]
+        for name in RELEASE_ARRAYS:
             assert np.array_equal(getattr(fast_map, name), getattr(slow_map, name)), name
         assert [(p.job.id, p.nodes.tolist()) for p in fast.start] == [
             (p.job.id, np.asarray(p.nodes).tolist()) for p in slow.start
@@ -105,6 +348,7 @@ class _Checking(FCFSEasy):
         assert [(p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in fast_plan] == [
             (p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in slow_plan
         ]
+        _compare_twins_directly(view, timeout_s)
         self.passes += 1
         self.planned += len(fast_plan)
         # Hand the simulation a fresh schedule (the plans above are spent).
@@ -117,10 +361,13 @@ def _checked_run(platform, jobs, timeout_s=7200.0, seed=42):
 
     queue = _Checking()
     policy = Combined(queue, IPM(timeout_s), name="fcfs-easy-ipm")
-    Simulation(platform, jobs, policy, seed=seed).run()
+    sim = Simulation(platform, jobs, policy, seed=seed, kernels="numba")
+    assert sim.view.compiled
+    sim.run()
     return queue
 
 
+@needs_twins
 @pytest.mark.parametrize(
     "platform,workload,first",
     [
@@ -145,6 +392,7 @@ job_spec = st.tuples(
 )
 
 
+@needs_twins
 @settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(2, 6),
@@ -172,16 +420,20 @@ def test_projection_equals_numpy_on_random_small_clusters(n, specs, timeout, sd)
     _checked_run(tiny_platform(n, sd=sd), jobs, timeout_s=timeout, seed=len(specs))
 
 
-def test_the_cache_check_sees_the_compiled_kernels():
-    """After a run the machine code is on disk; with the kernels off nothing is pending."""
+@needs_twins
+def test_the_cache_check_sees_the_compiled_twins():
+    """After a run the machine code is on disk; a run on the numpy forms needs none."""
     wl = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
     wl.jobs = wl.jobs[:50]
     _checked_run(load_platform("aoba-64"), wl)
-    assert kernels.cached()
-    with kernels.use(False):
-        assert kernels.cached()
+    assert compiled.cached()
+    sim = Simulation(
+        load_platform("aoba-64"), wl, make_policy("fcfs-easy-ipm"), seed=42, kernels="numpy"
+    )
+    assert sim.kernels == "numpy" and not sim.view.compiled
 
 
+@needs_twins
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_gang_moves_change_the_cluster_arrays_as_numpy_does(data):
@@ -192,29 +444,74 @@ def test_gang_moves_change_the_cluster_arrays_as_numpy_does(data):
 
     n = data.draw(st.integers(1, 12))
     clusters = {}
-    for compiled in (False, True):
+    for twin in (False, True):
         env = simpy.Environment()
-        clusters[compiled] = (env, Cluster(env, tiny_platform(n), np.random.default_rng(0)))
+        clusters[twin] = (
+            env,
+            Cluster(env, tiny_platform(n), np.random.default_rng(0), compiled=twin),
+        )
     running: dict[int, list[int]] = {}
     now = 0.0
     for job_id in range(data.draw(st.integers(1, 15))):
         now += data.draw(st.sampled_from([0.0, 0.1, 1.0, 3.7, 1e6]))
         free = sorted(clusters[False][1].idle)
         if free and data.draw(st.booleans()):
-            gang = data.draw(st.permutations(free))[: data.draw(st.integers(1, len(free)))]
-            running[job_id] = gang
+            members = data.draw(st.permutations(free))[: data.draw(st.integers(1, len(free)))]
+            running[job_id] = members
             end = data.draw(st.sampled_from([np.nan, now + 5.0]))
-            action = ("allocate", job_id, np.array(gang), end)
+            action = ("allocate", job_id, np.array(members), end)
         elif running:
             done = data.draw(st.sampled_from(sorted(running)))
             action = ("release", done, np.array(running.pop(done)))
         else:
             continue
-        for compiled, (env, cluster) in clusters.items():
+        for _, (env, cluster) in clusters.items():
             env._now = now
-            with kernels.use(compiled):
-                getattr(cluster, action[0])(*action[1:])
+            getattr(cluster, action[0])(*action[1:])
     (_, slow), (_, fast) = clusters[False], clusters[True]
     for name in ("_seconds", "since", "state", "job_on", "expected_end_s"):
         assert np.array_equal(getattr(slow, name), getattr(fast, name), equal_nan=True), name
     assert slow.counts == fast.counts and slow.idle == fast.idle
+
+
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_move_gang_jit_moves_a_gang_as_move_gang_does(data):
+    """Gangs of a few nodes and of more than ``SMALL_GANG`` (the numpy form's two ways)."""
+    n = data.draw(st.integers(1, 12))
+    times = st.sampled_from([0.0, 0.1, 1.0, 3.7, 250.5, 1e6])
+    seconds = np.array(data.draw(st.lists(times, min_size=5 * n, max_size=5 * n))).reshape(5, n)
+    since = np.array(data.draw(st.lists(times, min_size=n, max_size=n)))
+    state = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int8)
+    job_on = np.array(data.draw(st.lists(st.integers(-1, 9), min_size=n, max_size=n)), np.int64)
+    ends = st.sampled_from([np.nan, 0.0, 99.5, 1e6])
+    expected_end = np.array(data.draw(st.lists(ends, min_size=n, max_size=n)))
+    members = data.draw(st.permutations(range(n)))[: data.draw(st.integers(1, n))]
+    now = data.draw(times)
+    move = (data.draw(st.integers(0, 4)), data.draw(st.integers(0, 4)))
+    on_job = (data.draw(st.integers(-1, 9)), data.draw(ends))
+    arrays = (seconds, since, state, job_on, expected_end)
+    slow = tuple(a.copy() for a in arrays)
+    fast = tuple(a.copy() for a in arrays)
+    gang.move_gang(*slow, np.array(members, dtype=np.intp), list(members), now, move, on_job)
+    gang.move_gang_jit(*fast, np.array(members, dtype=np.intp), now, move, on_job)
+    names = ("seconds", "since", "state", "job_on", "expected_end")
+    for name, a, b in zip(names, slow, fast, strict=True):
+        assert np.array_equal(a, b, equal_nan=True), name
+
+
+def test_every_twin_is_compared():
+    """Each public compiled twin is called, through its module, somewhere in this file.
+
+    So a new public twin without a comparison with its numpy form fails here.
+    """
+    public = [f for f in _numba._TWINS if not f.__name__.startswith("_")]
+    assert public
+    source = Path(__file__).read_text()
+    missing = []
+    for twin in public:
+        module = twin.__module__.rpartition(".")[2]
+        if not re.search(rf"\b{module}\.{twin.__name__}\(", source):
+            missing.append(f"{module}.{twin.__name__}")
+    assert not missing, f"public twins compared nowhere in {Path(__file__).name}: {missing}"
