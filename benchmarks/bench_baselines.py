@@ -4,8 +4,8 @@ Prints one line per run: simulated jobs, wall and CPU time of
 ``Simulation.run()`` (loading the trace, shown apart as setup, and building
 the simulation are excluded), and peak memory of the process. The planning
 kernels (``pip install -e ".[fast]"``) are loaded, or compiled, before the
-first timed run; ``HPCPOWER_KERNELS=numpy`` times the numpy path instead. On a busy machine
-the CPU time is the fairer figure. Run from the project root:
+first timed run; ``--kernels numpy`` times the numpy forms instead. On a
+busy machine the CPU time is the fairer figure. Run from the project root:
 
     python benchmarks/bench_baselines.py            # everything (a few minutes)
     python benchmarks/bench_baselines.py --quick    # the 64-node paper cases only
