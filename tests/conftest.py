@@ -68,3 +68,14 @@ class Scripted(Policy):
 @pytest.fixture
 def tiny():
     return tiny_platform
+
+
+#: Test files of the golden runs against the authors' simulator.
+GOLDEN_FILES = ("test_golden.py", "test_icon_golden.py")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the golden runs, so ``-m "not golden"`` skips them locally (CI runs them)."""
+    for item in items:
+        if item.path.name in GOLDEN_FILES:
+            item.add_marker(pytest.mark.golden)
