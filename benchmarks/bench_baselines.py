@@ -87,6 +87,7 @@ def warm_up() -> None:
 
 
 def main() -> None:
+    global REPEAT, KERNELS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64-node paper cases only")
     parser.add_argument(
@@ -99,7 +100,6 @@ def main() -> None:
         help="form of the planning algorithms (default: numba where installed)",
     )
     args = parser.parse_args()
-    global REPEAT, KERNELS
     REPEAT = max(1, args.repeat)
     KERNELS = args.kernels
     print(f"python {sys.version.split()[0]} on {platform.machine()}, {platform.processor() or ''}")
