@@ -47,25 +47,31 @@ def check() -> None:
         )
 
 
-def reusable_event(env: simpy.Environment) -> simpy.Event:
-    """A triggered event that is never yielded, so it can be scheduled again and again."""
-    event = simpy.Event(env)
-    event._ok = True
-    event._value = None
-    return event
+class Recurring:
+    """One event object scheduled again and again, calling ``callback`` each time it fires.
 
+    It is never yielded by a process, so instead of a new event per
+    occurrence the same one is put back on the queue, already triggered.
+    At most one occurrence may be pending at a time.
+    """
 
-def schedule(
-    env: simpy.Environment, event: simpy.Event, callbacks: list, priority: int, delay: float = 0.0
-) -> None:
-    """Schedule ``event`` with ``callbacks`` at ``now + delay`` (``env.schedule``, unchecked)."""
-    event.callbacks = callbacks
-    heapq.heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+    __slots__ = ("_env", "_event", "_callbacks", "_queue", "_eid")
 
+    def __init__(self, env: simpy.Environment, callback) -> None:
+        event = simpy.Event(env)
+        event._ok = True
+        event._value = None
+        self._env = env
+        self._event = event
+        self._callbacks = [callback]
+        self._queue = env._queue
+        self._eid = env._eid
 
-def now(env: simpy.Environment) -> float:
-    """The current time, read without the property."""
-    return env._now
+    def schedule(self, priority: int, delay: float = 0.0) -> None:
+        """Fire at ``now + delay`` with ``priority`` (``env.schedule``, unchecked)."""
+        event = self._event
+        event.callbacks = self._callbacks
+        heapq.heappush(self._queue, (self._env._now + delay, priority, next(self._eid), event))
 
 
 def process(env: simpy.Environment, until: float, run) -> None:

@@ -21,7 +21,6 @@ from types import MappingProxyType
 import numpy as np
 import simpy
 
-from hpcpower.engine import _simpy
 from hpcpower.errors import IllegalTransition
 from hpcpower.planning import gang as _gang
 from hpcpower.platform import Platform
@@ -144,6 +143,14 @@ class Cluster:
             self.switching_off_w,
             self.idle_w,
         )
+        # What a gang move changes (the arrays are changed in place, never replaced).
+        self._gang_arrays = (
+            self._seconds,
+            self.since,
+            self.state,
+            self.job_on,
+            self.expected_end_s,
+        )
         self.nodes = [Node(self, i) for i in range(n)]
         self.view = ClusterView(self)
 
@@ -192,12 +199,11 @@ class Cluster:
         the set of ``old``. The arrays change by
         :func:`hpcpower.planning.gang.move_gang` or its compiled twin.
         """
-        now = _simpy.now(self.env)
-        arrays = (self._seconds, self.since, self.state, self.job_on, self.expected_end_s)
+        now = self.env.now
         if self._compiled:
-            _gang.move_gang_jit(*arrays, gang, now, (old, new), job)
+            _gang.move_gang_jit(*self._gang_arrays, gang, now, (old, new), job)
         else:
-            _gang.move_gang(*arrays, gang, listed, now, (old, new), job)
+            _gang.move_gang(*self._gang_arrays, gang, listed, now, (old, new), job)
         self._book(listed, old, new, now, left)
 
     def _book(self, listed, old: int, new: int, now: float, left: bool = False) -> None:

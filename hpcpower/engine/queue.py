@@ -42,6 +42,7 @@ class JobQueue:
         self._slot: dict[int, int] = {}
         self._used = 0
         self._columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._views: tuple[np.ndarray, ...] | None = None
 
     def push(self, job: Job) -> None:
         """Add an arrived job."""
@@ -108,13 +109,18 @@ class JobQueue:
         ``alive`` false have left the queue. For compiled planners, which
         skip them cheaper than the queue can compact them. Read-only.
         """
-        return (
-            read_only(self._ids),
-            read_only(self._res),
-            read_only(self._req),
-            read_only(self._alive),
-            self._used,
-        )
+        views = self._views
+        if views is None or views[0].base is not self._ids:
+            # Made again only after a compaction replaced the buffers.
+            views = self._views = tuple(
+                read_only(a) for a in (self._ids, self._res, self._req, self._alive)
+            )
+        return (*views, self._used)
+
+    @property
+    def waiting(self) -> dict[int, Job]:
+        """The waiting jobs by id, in arrival order (the engine's own; never change it)."""
+        return self._fcfs
 
     def job(self, job_id: int) -> Job:
         """The waiting job with this id."""

@@ -56,6 +56,14 @@ CONTROLLER_PRIORITY = 2
 #: expected to take at least this long (seconds): below it, loading them
 #: (and compiling, the first time) would cost more than it saves.
 AUTO_KERNELS_S = 3.0
+#: Why a controller pass runs (see :class:`~hpcpower.engine.contract.SystemView`).
+TRIGGERS = ("start", "arrival", "completion", "transition", "wakeup", "commands")
+_TRIGGER_BIT = {name: 1 << k for k, name in enumerate(TRIGGERS)}
+#: Every combination of triggers as the frozenset a pass shows, made once.
+_TRIGGER_SETS = tuple(
+    frozenset(name for k, name in enumerate(TRIGGERS) if bits >> k & 1)
+    for bits in range(1 << len(TRIGGERS))
+)
 
 
 class Simulation:
@@ -145,12 +153,13 @@ class Simulation:
         self.decisions: list[dict[str, Any]] = []
         self.last_decision: Decision | None = None
         #: Why the last controller pass ran (see :class:`SystemView`).
-        self.last_triggers: set[str] = set()
+        self.last_triggers: frozenset[str] = frozenset()
         self.passes = 0
         self.finished = False
         self.end_s: float | None = None
         self._done_count = 0
-        self._triggers: set[str] = {"start"}
+        # Why the next pass runs, as bits of TRIGGERS (see _TRIGGER_SETS).
+        self._triggers = _TRIGGER_BIT["start"]
         self._arrived: list[Job] = []
         self._completed: list[Running] = []
         self._pass_pending = False
@@ -171,25 +180,20 @@ class Simulation:
         # One event object carries every controller pass: at most one pass is
         # pending at a time, and the event is never yielded by a process, so
         # it is rescheduled instead of rebuilt (see :meth:`_request_pass`).
-        self._pass_event = _simpy.reusable_event(self.env)
-        self._pass_callbacks = [self._pass]
+        self._pass_event = _simpy.Recurring(self.env, self._pass)
         policy.reset(self.cluster.view)
         # Arrivals start at time 0 before the first pass, as a process would.
         self._next_job = 0
-        self._arrival_event = _simpy.reusable_event(self.env)
-        self._arrival_callbacks = [self._arrive]
-        self._schedule_arrival(_simpy.URGENT, 0)
+        self._arrival_event = _simpy.Recurring(self.env, self._arrive)
+        self._arrival_event.schedule(_simpy.URGENT)
         self._request_pass()
         if n == 0:
             self._finish()
 
     # ----------------------------------------------------------- processes
-    def _schedule_arrival(self, priority: int, delay: float) -> None:
-        _simpy.schedule(self.env, self._arrival_event, self._arrival_callbacks, priority, delay)
-
     def _arrive(self, _event) -> None:
         """Submit the jobs due now and schedule the next submit time."""
-        now = _simpy.now(self.env)
+        now = self.env.now
         jobs = self.workload.jobs
         n_nodes = self.cluster.n_nodes
         i = self._next_job
@@ -197,7 +201,7 @@ class Simulation:
             job = jobs[i]
             if job.submit_s > now:
                 self._next_job = i
-                self._schedule_arrival(_simpy.NORMAL, job.submit_s - now)
+                self._arrival_event.schedule(_simpy.NORMAL, job.submit_s - now)
                 return
             i += 1
             if job.res > n_nodes:
@@ -212,7 +216,7 @@ class Simulation:
     def _job(self, record: Running, duration: float):
         env = self.env
         yield env.timeout(duration)
-        now = _simpy.now(env)
+        now = env.now
         job = record.job
         self.cluster.release(job.id, record.nodes)
         record.finish_s = now
@@ -237,7 +241,7 @@ class Simulation:
 
     # ---------------------------------------------------------- controller
     def _wake(self, trigger: str) -> None:
-        self._triggers.add(trigger)
+        self._triggers |= _TRIGGER_BIT[trigger]
         if not self._pass_pending and not self.finished:
             self._request_pass()
 
@@ -250,7 +254,7 @@ class Simulation:
         if self._pass_pending or self.finished:
             return
         self._pass_pending = True
-        _simpy.schedule(self.env, self._pass_event, self._pass_callbacks, CONTROLLER_PRIORITY)
+        self._pass_event.schedule(CONTROLLER_PRIORITY)
 
     def _timer(self, at: float) -> None:
         if at in self._call_set:
@@ -271,9 +275,9 @@ class Simulation:
         if self.finished:
             return
         view = self.view
-        view.now = _simpy.now(self.env)
-        view.triggers = self.last_triggers = frozenset(self._triggers)
-        self._triggers = set()
+        view.now = self.env.now
+        view.triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
+        self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)
         if self._arrived:
             view.arrived = tuple(self._arrived)
@@ -303,13 +307,14 @@ class Simulation:
     def _apply(self, decision: Decision) -> None:
         """Apply the starts, then the switch-offs, then the switch-ons."""
         env = self.env
-        now = _simpy.now(env)
+        now = env.now
         cluster = self.cluster
         queue = self.queue
+        waiting = queue.waiting
         unit_speed = cluster.unit_speed
         for job, nodes in decision.start:
             job_id = job.id
-            if job not in queue:
+            if job_id not in waiting:
                 raise PolicyError(
                     f"{self.policy.name}: asked to start job {job_id}, which is not waiting, "
                     f"at t={now:g} s"
@@ -343,14 +348,14 @@ class Simulation:
             cluster.switch_on(node)
 
     def _call_at(self, times: list[float]) -> None:
-        now = _simpy.now(self.env)
+        now = self.env.now
         for at in times:
             if at > now:
                 self._timer(at)
 
     def _record_states(self) -> None:
         counts = self.cluster.counts
-        now = _simpy.now(self.env)
+        now = self.env.now
         rows = self._state_rows
         if rows and rows[-1][0] == now:
             rows[-1] = (now, *counts)
