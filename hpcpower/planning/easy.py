@@ -58,10 +58,13 @@ NONE_STARTED = (np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.emp
 
 
 def occupy_started(releases: ReleaseMap, now: float, started) -> None:
-    """Mark the nodes of the jobs starting now busy until their walltime end."""
-    nodes, ptr, walltimes = started
-    for k, walltime_s in enumerate(walltimes.tolist()):
-        releases.occupy(nodes[ptr[k] : ptr[k + 1]], now + walltime_s)
+    """Mark the nodes of the jobs starting now busy until their walltime end.
+
+    ``started`` holds ``(nodes, walltime_s)`` pairs, as every numpy form here
+    takes them (the compiled twins take :func:`started_columns`).
+    """
+    for nodes, walltime_s in started:
+        releases.occupy(nodes, now + walltime_s)
 
 
 def reserve_head(base: ReleaseMap, now: float, started, head_res: int):
@@ -129,7 +132,7 @@ def project(now: float, cluster, base: ReleaseMap, started, head, rest) -> Itera
     """The head, the FCFS-forward plan, then each job moved into an earlier gap.
 
     ``base`` is the release map of the pass before any job was placed;
-    ``started`` the jobs starting now (:func:`started_columns`); ``head`` the
+    ``started`` the jobs starting now as ``(nodes, walltime_s)`` pairs; ``head`` the
     head's reservation ``(nodes, start, walltime)``; ``rest`` the columns
     ``(res, walltimes)`` of the jobs after the head, in arrival order.
     Yields plan entries ``(index, start, nodes)``, ``index`` -1 for the head

@@ -38,12 +38,10 @@ class Timelines:
         releases: The pass's release map (before any job was placed).
         cluster: The cluster (a read-only view of it).
         now: The time of the pass.
-        started: The jobs starting now as ``(nodes, ptr, walltimes)``: job
-            ``k`` runs on ``nodes[ptr[k]:ptr[k + 1]]`` (see
-            :func:`hpcpower.planning.easy.started_columns`).
+        started: The jobs starting now as ``(nodes, walltime_s)`` pairs.
     """
 
-    def __init__(self, releases: ReleaseMap, cluster, now: float, started: tuple) -> None:
+    def __init__(self, releases: ReleaseMap, cluster, now: float, started) -> None:
         n = cluster.n_nodes
         state = cluster.state
         counts = cluster.counts
@@ -78,9 +76,8 @@ class Timelines:
         if counts[COMPUTING]:
             rows = np.flatnonzero(state == COMPUTING)
             self._block(block_start, block_end, rows, since[rows], release[rows])
-        started_nodes, started_ptr, started_req = started
-        for j, walltime_s in enumerate(started_req.tolist()):
-            rows = started_nodes[started_ptr[j] : started_ptr[j + 1]]
+        for nodes, walltime_s in started:
+            rows = np.asarray(nodes)
             k = len(rows)
             self._block(block_start, block_end, rows, np.full(k, now), np.full(k, now + walltime_s))
         free_a = np.full((n, 4), np.inf)

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from hpcpower import Simulation, make_policy
 from hpcpower.planning import _numba
-from hpcpower.planning.easy import started_columns
 from hpcpower.planning.release import ReleaseMap
 from hpcpower.planning.timelines import Timelines
 from tests.conftest import DATA, job, tiny_platform
@@ -22,7 +21,7 @@ def _timelines_on(n_nodes: int, segments: list[tuple[int, float, float]]):
         tiny_platform(n_nodes), [job(0, 0, 1, 1)], make_policy("fcfs-easy"), kernels="numpy"
     )
     cluster = sim.view.cluster
-    lines = Timelines(ReleaseMap(cluster, 0.0, None), cluster, 0.0, started_columns([]))
+    lines = Timelines(ReleaseMap(cluster, 0.0, None), cluster, 0.0, [])
     for node, start, length in segments:
         lines.add(np.array([node]), start, start + length)
     return lines, cluster

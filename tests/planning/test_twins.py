@@ -233,7 +233,7 @@ def _compare_twins_directly(view, timeout_s) -> None:
         dispatched.append((order64[used : used + res[k]], float(req[k])))
         used += int(res[k])
         k += 1
-    started = easy.started_columns(dispatched)
+    started = easy.started_columns(dispatched)  # (as the twins take them)
     got_k, m, outcome, h, c, head_start, packed = easy.easy_pass(
         now, cluster.node_arrays, timeout, queue.slots()
     )
@@ -250,7 +250,7 @@ def _compare_twins_directly(view, timeout_s) -> None:
     later = (res[k + 1 :], req[k + 1 :])
     head_res, head_req = int(res[k]), float(req[k])
     base = ReleaseMap(cluster, now, timeout_s, idle_nodes=order)
-    pick = easy.reserve_head(base, now, started, head_res)
+    pick = easy.reserve_head(base, now, dispatched, head_res)
     positions: list[int] = []
     backfilled: list[np.ndarray] = []
     if pick is not None:
@@ -283,23 +283,21 @@ def _compare_twins_directly(view, timeout_s) -> None:
     # The projection: reserving for the head after the dispatched jobs and
     # projecting every later job (plan_later), and after backfilling (project_jit).
     head = None if pick is None else (pick[0], pick[1], head_req)
-    want = [] if head is None else list(easy.project(now, cluster, base, started, head, later))
+    want = [] if head is None else list(easy.project(now, cluster, base, dispatched, head, later))
     got = easy.plan_later(
         now, cluster.node_arrays, timeout, order64, started, head_res, head_req, later
     )
     assert _entries(got) == _numpy_entries(want)
     if head is None:
         return
-    started_all = easy.started_columns(
-        dispatched + list(zip(backfilled, later[1][positions].tolist(), strict=True))
-    )
+    all_started = dispatched + list(zip(backfilled, later[1][positions].tolist(), strict=True))
     rest = easy.unpicked(later, positions)
-    want = list(easy.project(now, cluster, base, started_all, head, rest))
+    want = list(easy.project(now, cluster, base, all_started, head, rest))
     got = easy.project_jit(
         now,
         (cluster.state, cluster.since, cluster.switch_on_mean_s),
         (base.release, base.base_j, base.gap_w, base.no_gap, base.idle_w, base.tie_key),
-        started_all,
+        easy.started_columns(all_started),
         # (The head's nodes in any order: the twin orders them as the reservation did.)
         (np.sort(pick[0]).astype(np.int64), float(pick[1]), head_req, k),
         rest,

@@ -82,15 +82,21 @@ class FCFSEasy(QueuePolicy):
         )
         for j, gang in zip(positions, gangs, strict=True):
             out.start.append(Planned(queue.job(int(ids[j])), now, gang))
-        rest_ids, rest_res, rest_req = easy.unpicked((ids, res, req), positions)
         head = (head_nodes, head_start, first.reqtime_s)
-        plan = easy.project(now, cluster, base, _started(out.start), head, (rest_res, rest_req))
-        return Schedule(out.start, _entries(view, first, rest_ids, plan))
+        plan = _project_rest(view, base, out.start, first, head, (ids, res, req), positions)
+        return Schedule(out.start, plan)
 
 
-def _started(planned: list[Planned]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The jobs starting now as :func:`~hpcpower.planning.easy.started_columns` takes them."""
-    return easy.started_columns([(p.nodes, p.job.reqtime_s) for p in planned])
+def _started(planned: list[Planned]) -> list[tuple]:
+    """The jobs starting now as the planning functions take them: ``(nodes, walltime_s)``."""
+    return [(p.nodes, p.job.reqtime_s) for p in planned]
+
+
+def _project_rest(view: SystemView, base, started, first, head, columns, backfilled):
+    """The projection of the jobs after the head that were not backfilled, made when first read."""
+    ids, res, req = easy.unpicked(columns, backfilled)
+    plan = easy.project(view.now, view.cluster, base, _started(started), head, (res, req))
+    yield from _entries(view, first, ids, plan)
 
 
 def _entries(view: SystemView, head, ids, plan):
@@ -107,14 +113,14 @@ def _plan_later(view: SystemView, timeout_s, started, k, order):
     """
     now = view.now
     base = ReleaseMap(view.cluster, now, timeout_s, idle_nodes=order)
-    columns = _started(started)
+    started = _started(started)
     ids, res, req = view.queue.fcfs_columns()
     first = view.queue.job(int(ids[k]))
-    pick = easy.reserve_head(base, now, columns, first.res)
+    pick = easy.reserve_head(base, now, started, first.res)
     if pick is None:
         return
     head = (pick[0], pick[1], first.reqtime_s)
-    plan = easy.project(now, view.cluster, base, columns, head, (res[k + 1 :], req[k + 1 :]))
+    plan = easy.project(now, view.cluster, base, started, head, (res[k + 1 :], req[k + 1 :]))
     yield from _entries(view, first, ids[k + 1 :], plan)
 
 
@@ -169,7 +175,7 @@ def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
             now,
             (view.cluster.state, view.cluster.since, view.cluster.switch_on_mean_s),
             (base.release, base.base_j, base.gap_w, base.no_gap, base.idle_w, base.tie_key),
-            _started(start),
+            easy.started_columns(_started(start)),
             (np.asarray(head_nodes, dtype=np.int64), float(head_start), float(head.reqtime_s), k),
             (np.asarray(rest_res, dtype=np.int64), np.asarray(rest_req, dtype=float)),
         )
@@ -187,7 +193,7 @@ def _plan_later_arrays(view: SystemView, timeout_s, started, k, order):
         view.cluster.node_arrays,
         timeout_arg(timeout_s),
         np.asarray(order, dtype=np.int64),
-        _started(started),
+        easy.started_columns(_started(started)),
         head.res,
         float(head.reqtime_s),
         (np.asarray(res[k + 1 :], dtype=np.int64), np.asarray(req[k + 1 :], dtype=float)),
