@@ -7,6 +7,7 @@ median and 95th percentile of the real spare optimisations of the SDSC run
 
     python benchmarks/bench_icon.py            # everything (a few minutes)
     python benchmarks/bench_icon.py --quick    # 64-node cases only
+    python benchmarks/bench_icon.py --kernels numpy   # the numpy forms (default: numba)
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from cases import DATA, PAPER_64
 
 import hpcpower.policies.icon.controller as icon_controller
 from hpcpower import Simulation, load_platform, load_workload, make_policy
+from hpcpower.planning._numba import AVAILABLE
+
+KERNELS = "numba" if AVAILABLE else "numpy"  # --kernels
 
 
 def run(workload_file: str, platform: str, policy: str = "snf-icon") -> None:
     sim = Simulation(
-        load_platform(platform), load_workload(DATA / workload_file), make_policy(policy), seed=42
+        load_platform(platform),
+        load_workload(DATA / workload_file),
+        make_policy(policy),
+        seed=42,
+        kernels=KERNELS,
     )
     wall, cpu = time.perf_counter(), time.process_time()
     s = sim.run().summary
@@ -37,13 +45,23 @@ def run(workload_file: str, platform: str, policy: str = "snf-icon") -> None:
 
 
 def main() -> None:
+    global KERNELS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64-node cases only")
+    parser.add_argument(
+        "--kernels",
+        choices=("numba", "numpy", "auto"),
+        default=KERNELS,
+        help="form of the planning algorithms (default: numba where installed)",
+    )
     args = parser.parse_args()
+    KERNELS = args.kernels
     # Load (or compile) the planning kernels first: start-up is not measured.
     workload = load_workload(DATA / PAPER_64[0])
     workload.jobs = workload.jobs[:300]
-    Simulation(load_platform("aoba-64"), workload, make_policy("snf-icon"), seed=42).run()
+    Simulation(
+        load_platform("aoba-64"), workload, make_policy("snf-icon"), seed=42, kernels=KERNELS
+    ).run()
     for name in PAPER_64:
         run(name, "aoba-64")
     if args.quick:

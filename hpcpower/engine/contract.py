@@ -104,10 +104,11 @@ class Policy(ABC):
     """A controller: called at every scheduler event with a view of the system."""
 
     name: str = "policy"
-    #: Rough numpy-path cost of planning one job on a 64-node cluster, in
-    #: seconds, that the compiled twins of :mod:`hpcpower.planning` would
-    #: save. ``Simulation(kernels="auto")`` uses it to decide whether loading
-    #: (and, the first time, compiling) them pays; 0 means never.
+    #: Rough numpy-path time of a run per job on 64 nodes, in seconds, where
+    #: the compiled twins of :mod:`hpcpower.planning` help (0 for a policy
+    #: they do not help). ``Simulation(kernels="auto")`` estimates a run's
+    #: numpy time from it, to decide whether loading (and, the first time,
+    #: compiling) the twins pays.
     planning_cost_s: float = 0.0
 
     def reset(self, cluster: ClusterView) -> None:  # noqa: B027 - optional hook

@@ -93,6 +93,10 @@ class SnfIcon(Policy):
         last_event: The next-event model of that optimisation.
     """
 
+    #: Numpy time per job on 64 nodes: 0.23 ms measured on the paper's DAS2
+    #: cases, of which the compiled twins save about a fifth.
+    planning_cost_s = 2e-4
+
     def __init__(self, config: IconConfig | None = None, name: str = "snf-icon") -> None:
         self.settings = config if config is not None else IconConfig()
         self.name = name
