@@ -56,7 +56,6 @@ from hpcpower.policies.icon.next_event import horizon_cap, next_event
 from hpcpower.policies.icon.planner import (
     RunningPrediction,
     dispatch,
-    future_plan,
     plan_wakes,
     prediction_release_map,
 )
@@ -70,7 +69,7 @@ from hpcpower.policies.icon.spares import (
     wake_ranks,
 )
 from hpcpower.policies.power.ipm import IPM
-from hpcpower.policies.queue.snf import SNF
+from hpcpower.policies.queue.snf import SNF, plan_forward
 from hpcpower.states import IDLE
 
 EPS = 1e-9
@@ -366,7 +365,7 @@ class SnfIcon(Policy):
             req = requested_duration(job.reqtime_s, float(_min(speed[nodes])))
             return runtime.queued_duration(req, service.ema_service_s)
 
-        return _Recorded(future_plan(releases, remaining, view.now, duration))
+        return _Recorded(plan_forward(releases, remaining, view.now, duration))
 
     def _spares(
         self, view: SystemView, started: list[Planned], idle_after: np.ndarray

@@ -14,7 +14,9 @@
   :meth:`ReleaseMap.select` (lowest pre-start non-compute energy plus idle
   gap; then state, remaining timeout, id), occupying them for its *predicted*
   duration (request × median ratio, where the baseline uses the request);
-  the barrier moves to each planned start.
+  the barrier moves to each planned start. This is SNF's own forward plan,
+  :func:`~hpcpower.policies.queue.snf.plan_forward`, given the predicted
+  duration.
 * **Wakes**: a sleeping node planned under a job is woken at (planned start −
   its lead time), its earliest such time if planned several times; wakes
   due now are issued now in id order, later ones become controller wake-ups
@@ -23,7 +25,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,27 +71,6 @@ def prediction_release_map(
     for p in predictions:
         releases.occupy(p.nodes, now + p.remaining_s)
     return releases
-
-
-def future_plan(
-    releases: ReleaseMap,
-    jobs: Iterable[Job],
-    barrier: float,
-    duration_s: Callable[[Job, np.ndarray], float],
-) -> Iterator[Planned]:
-    """Plan ``jobs`` in order on ``releases``, each for ``duration_s(job, nodes)``.
-
-    Planned starts never decrease; planning stops at the first job that cannot
-    be placed.
-    """
-    for job in jobs:
-        pick = releases.select(job.res, barrier)
-        if pick is None:
-            return
-        nodes, start = pick
-        releases.occupy(nodes, start + duration_s(job, nodes))
-        yield Planned(job, start, nodes)
-        barrier = start
 
 
 @dataclass

@@ -10,11 +10,14 @@ authors' ``snf_psas``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
 
 from hpcpower.engine.contract import Planned, SystemView
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.base import QueuePolicy, Schedule
+from hpcpower.workload.job import Job
 
 
 class SNF(QueuePolicy):
@@ -55,11 +58,18 @@ def _plan(view: SystemView, timeout_s: float | None, started: list[Planned], job
     yield from plan_forward(releases, jobs, view.now)
 
 
-def plan_forward(releases: ReleaseMap, jobs, barrier: float) -> Iterator[Planned]:
+def plan_forward(
+    releases: ReleaseMap,
+    jobs: Iterable[Job],
+    barrier: float,
+    duration_s: Callable[[Job, np.ndarray], float] | None = None,
+) -> Iterator[Planned]:
     """Plan ``jobs`` in the given order: each at its earliest start not before the barrier.
 
-    The barrier moves to each planned start, so planned starts never go back
-    in time; jobs on different nodes may share a start. Planning stops at the
+    Each job holds its nodes for its walltime, or for ``duration_s(job,
+    nodes)`` when given (SNF-ICON plans with predicted durations). The
+    barrier moves to each planned start, so planned starts never go back in
+    time; jobs on different nodes may share a start. Planning stops at the
     first job that cannot be placed (not enough nodes with a finite release).
     """
     for job in jobs:
@@ -67,6 +77,7 @@ def plan_forward(releases: ReleaseMap, jobs, barrier: float) -> Iterator[Planned
         if pick is None:
             break
         nodes, start = pick
-        releases.occupy(nodes, start + job.reqtime_s)
+        held = job.reqtime_s if duration_s is None else duration_s(job, nodes)
+        releases.occupy(nodes, start + held)
         yield Planned(job, start, nodes)
         barrier = start
