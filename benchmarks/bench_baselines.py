@@ -21,10 +21,9 @@ import resource
 import sys
 import time
 
-from cases import DATA, PAPER_64
+from cases import DATA, PAPER_64, add_kernels_option
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning._numba import AVAILABLE
 
 
 def peak_rss_mb() -> float:
@@ -33,7 +32,7 @@ def peak_rss_mb() -> float:
 
 
 REPEAT = 1  # runs per case; the fastest is reported (--repeat)
-KERNELS = "numba" if AVAILABLE else "numpy"  # --kernels
+KERNELS = "auto"  # set by --kernels
 
 
 def bench(workload_file: str, platform_name: str, policy: str, **load_opts) -> dict:
@@ -93,12 +92,7 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per case, the fastest reported (default 1)"
     )
-    parser.add_argument(
-        "--kernels",
-        choices=("numba", "numpy", "auto"),
-        default=KERNELS,
-        help="form of the planning algorithms (default: numba where installed)",
-    )
+    add_kernels_option(parser)
     args = parser.parse_args()
     REPEAT = max(1, args.repeat)
     KERNELS = args.kernels

@@ -16,13 +16,12 @@ import argparse
 import time
 
 import numpy as np
-from cases import DATA, PAPER_64
+from cases import DATA, PAPER_64, add_kernels_option
 
 import hpcpower.policies.icon.controller as icon_controller
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning._numba import AVAILABLE
 
-KERNELS = "numba" if AVAILABLE else "numpy"  # --kernels
+KERNELS = "auto"  # set by --kernels
 
 
 def run(workload_file: str, platform: str, policy: str = "snf-icon") -> None:
@@ -48,12 +47,7 @@ def main() -> None:
     global KERNELS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64-node cases only")
-    parser.add_argument(
-        "--kernels",
-        choices=("numba", "numpy", "auto"),
-        default=KERNELS,
-        help="form of the planning algorithms (default: numba where installed)",
-    )
+    add_kernels_option(parser)
     args = parser.parse_args()
     KERNELS = args.kernels
     # Load (or compile) the planning kernels first: start-up is not measured.
