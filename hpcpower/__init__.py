@@ -50,17 +50,38 @@ __all__ = [
 ]
 
 
+#: Subpackages and modules reachable as attributes (``hpcpower.workload``), imported when used.
+_SUBMODULES = frozenset(
+    {
+        "cli",
+        "engine",
+        "errors",
+        "planning",
+        "platform",
+        "policies",
+        "results",
+        "scenario",
+        "simulation",
+        "states",
+        "workload",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"hpcpower.{name}")
+    else:
         raise AttributeError(f"module 'hpcpower' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
 
 
 if TYPE_CHECKING:

@@ -112,3 +112,17 @@ def test_every_public_name_resolves():
         """
     )
     assert code == 0, err
+
+
+def test_submodules_are_reachable_as_attributes_after_a_bare_import():
+    code, _, err = run(
+        """
+        import hpcpower
+
+        assert hpcpower.platform.PRESETS
+        assert hpcpower.workload.load_workload
+        assert hpcpower.errors.InputError
+        assert "engine" in dir(hpcpower) and "Simulation" in dir(hpcpower)
+        """
+    )
+    assert code == 0, err

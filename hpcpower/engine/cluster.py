@@ -14,7 +14,6 @@ sets cannot be written.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
@@ -55,9 +54,8 @@ class Cluster:
         compiled: Move gangs with the compiled twin of
             :func:`hpcpower.planning.gang.move_gang`.
 
-    Read-only for policies: ``state``, ``since``, ``idle``, ``sleeping``,
-    ``switching_on``, ``switching_off``, ``idle_since`` (idle nodes, oldest
-    first), ``job_on``, ``transition_end_s``.
+    Policies see it through :attr:`view`, a :class:`ClusterView` whose
+    arrays, sets and mappings cannot be written.
     """
 
     def __init__(
@@ -269,9 +267,9 @@ class Cluster:
         ``expected_end_s`` (start + walltime) is kept for planners.
         """
         if isinstance(nodes, np.ndarray):
-            # A view of a policy's larger array would keep all of it alive
-            # for as long as the run keeps the gang: keep a copy instead.
-            gang = nodes if nodes.base is None else nodes.copy()
+            # The run keeps the gang to the end: its own copy, so that neither
+            # a policy's later writes nor a view of a larger array reach it.
+            gang = nodes.copy()
         else:
             gang = np.fromiter(nodes, dtype=np.intp)
         if gang.dtype.kind not in "iu":
@@ -454,19 +452,35 @@ class ClusterView:
         unit_speed: True when every node computes at speed 1.
     """
 
+    __slots__ = (
+        "_cluster",
+        "_idle_since",
+        "platform",
+        "n_nodes",
+        "unit_speed",
+        "node_arrays",
+        "idle",
+        "sleeping",
+        "switching_on",
+        "switching_off",
+        *_VIEW_ARRAYS,
+    )
+
     def __init__(self, cluster: Cluster) -> None:
-        self._cluster = cluster
-        self.platform = cluster.platform
-        self.n_nodes = cluster.n_nodes
-        self.unit_speed = cluster.unit_speed
+        put = object.__setattr__
+        put(self, "_cluster", cluster)
+        put(self, "_idle_since", None)
+        put(self, "platform", cluster.platform)
+        put(self, "n_nodes", cluster.n_nodes)
+        put(self, "unit_speed", cluster.unit_speed)
         for name in _VIEW_ARRAYS:
-            setattr(self, name, read_only(getattr(cluster, name)))
-        self.node_arrays = tuple(read_only(a) for a in cluster.node_arrays)
-        self.idle = cluster.idle
-        self.sleeping = cluster.sleeping
-        self.switching_on = cluster.switching_on
-        self.switching_off = cluster.switching_off
-        self._idle_since: Mapping[int, float] | None = None
+            put(self, name, read_only(getattr(cluster, name)))
+        put(self, "node_arrays", tuple(read_only(a) for a in cluster.node_arrays))
+        for name in ("idle", "sleeping", "switching_on", "switching_off"):
+            put(self, name, getattr(cluster, name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"the cluster seen by a policy is read-only (cannot set {name!r})")
 
     @property
     def counts(self) -> tuple[int, int, int, int, int]:
@@ -479,7 +493,8 @@ class ClusterView:
         # The cluster keeps one dict from its first reading on: one proxy of it.
         proxy = self._idle_since
         if proxy is None:
-            proxy = self._idle_since = MappingProxyType(self._cluster.idle_since)
+            proxy = MappingProxyType(self._cluster.idle_since)
+            object.__setattr__(self, "_idle_since", proxy)
         return proxy
 
     @property
@@ -509,9 +524,12 @@ class ClusterView:
         see :class:`~hpcpower.policies.icon.controller.IdleTimers`) hands its
         planners such a view. :attr:`idle_since` still shows the cluster's.
         """
-        twin = copy.copy(self)
-        twin.since = read_only(np.asarray(timer_start_s, dtype=float))
-        twin.node_arrays = (self.node_arrays[0], twin.since, *self.node_arrays[2:])
+        twin = object.__new__(ClusterView)
+        for name in ClusterView.__slots__:
+            object.__setattr__(twin, name, getattr(self, name))
+        since = read_only(np.asarray(timer_start_s, dtype=float))
+        object.__setattr__(twin, "since", since)
+        object.__setattr__(twin, "node_arrays", (self.node_arrays[0], since, *self.node_arrays[2:]))
         return twin
 
     def __repr__(self) -> str:

@@ -1,6 +1,7 @@
 """The contract between the engine and a policy: what a controller sees and may decide.
 
-A policy is an object with a ``decide(view) -> Decision`` method. At every
+A policy is an object with a ``decide(view) -> Decision`` method (a
+subclass of :class:`Policy` gets the optional hooks too). At every
 controller pass the engine hands it a :class:`SystemView`, whose arrays,
 sets, mappings and queue are read-only (writing to them raises), and
 applies the :class:`Decision` it returns through the cluster's mechanics,
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
     from hpcpower.workload.job import Job
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class SystemView:
     """What a policy sees at one controller pass (read-only).
+
+    The engine keeps one view and moves it to each pass; ``dataclasses.replace``
+    gives a policy a changed copy of its own (as SNF-ICON does for its timers).
 
     Attributes:
         now: Simulated time in seconds.

@@ -193,12 +193,12 @@ class QueueView:
         return repr(self.fcfs.__self__)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Running:
     """A started job: when it started and on which nodes.
 
-    ``finish_s`` is set by the engine when the job ends; policies must not
-    read it before (it would reveal the actual runtime).
+    Frozen: policies read it. ``finish_s`` is set by the engine when the job
+    ends; policies must not read it before (it would reveal the actual runtime).
     """
 
     job: Job

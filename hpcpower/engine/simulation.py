@@ -88,7 +88,7 @@ class Simulation:
             Both give the same results to the bit; the compiled twins need
             numba (``pip install "hpcpower[fast]"``) and pay off on long
             runs. ``"auto"`` uses them when numba is installed and the
-            numpy path is expected to take more than :data:`AUTO_KERNELS_S`
+            numpy path is expected to take at least :data:`AUTO_KERNELS_S`
             (:func:`choose_kernels`). The choice is in :meth:`config`.
         config: Extra configuration copied into the results.
     """
@@ -119,11 +119,9 @@ class Simulation:
         self.extra_config = dict(config or {})
         #: The form of the planning algorithms in use: ``"numba"`` or ``"numpy"``.
         self.kernels = choose_kernels(kernels, policy, len(workload.jobs), platform.n_nodes)
+        if self.kernels == "numba":
+            self.kernels = _load_twins(required=kernels == "numba")
         compiled = self.kernels == "numba"
-        if compiled:
-            from hpcpower.planning import compiled as _compiled
-
-            _compiled.load()
         self.env = simpy.Environment()
         # Transition durations draw from default_rng(seed) itself, one normal
         # per node in command order, as the authors' simulator does (its seed
@@ -219,7 +217,7 @@ class Simulation:
         now = env.now
         job = record.job
         self.cluster.release(job.id, record.nodes)
-        record.finish_s = now
+        object.__setattr__(record, "finish_s", now)  # (frozen for policies)
         self.finish_s[job.id] = now
         del self.running[job.id]
         self._completed.append(record)
@@ -275,21 +273,24 @@ class Simulation:
         if self.finished:
             return
         view = self.view
-        view.now = self.env.now
-        view.triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
+        # The view is frozen for policies; the engine moves it to this pass.
+        put = object.__setattr__
+        put(view, "now", self.env.now)
+        triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
+        put(view, "triggers", triggers)
         self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)
         if self._arrived:
-            view.arrived = tuple(self._arrived)
+            put(view, "arrived", tuple(self._arrived))
             self._arrived = []
         else:
-            view.arrived = ()
+            put(view, "arrived", ())
         if self._completed:
-            view.completed = tuple(self._completed)
+            put(view, "completed", tuple(self._completed))
             self._completed = []
         else:
-            view.completed = ()
-        view.first = self._first
+            put(view, "completed", ())
+        put(view, "first", self._first)
         self._first = False
         decision = self.policy.decide(view)
         self.passes += 1
@@ -445,7 +446,7 @@ class Simulation:
             switch_offs=int(cluster.switch_offs),
             passes=int(self.passes),
             decisions=decisions,
-            policy_summary=self.policy.summarise(decisions, float(end)),
+            policy_summary=_policy_summary(self.policy, decisions, float(end)),
             kill_at_walltime=self.kill_at_walltime,
             finished=self.finished,
             end_s=float(end),
@@ -523,5 +524,32 @@ def choose_kernels(setting: str, policy: Policy, n_jobs: int, n_nodes: int) -> s
         return "numba"
     if setting == "numpy" or not _numba.AVAILABLE:
         return "numpy"
-    expected_s = policy.planning_cost_s * n_jobs * (n_nodes / 64) ** 0.6
+    cost_s = getattr(policy, "planning_cost_s", 0.0)  # (a policy need not subclass Policy)
+    expected_s = cost_s * n_jobs * (n_nodes / 64) ** 0.6
     return "numba" if expected_s >= AUTO_KERNELS_S else "numpy"
+
+
+def _load_twins(required: bool) -> str:
+    """Load the compiled twins: ``"numba"``, or ``"numpy"`` when numba will not import.
+
+    Raises:
+        InputError: numba does not import and the twins were asked for by name.
+    """
+    from hpcpower.planning import compiled
+
+    try:
+        compiled.load()
+    except ImportError as exc:
+        if required:
+            raise InputError(
+                f"kernels = 'numba': numba is installed but does not import ({exc}); "
+                "reinstall it (pip install --force-reinstall numba) or use kernels = 'numpy'"
+            ) from None
+        return "numpy"
+    return "numba"
+
+
+def _policy_summary(policy: Policy, notes: list[dict[str, Any]], span_s: float) -> dict[str, Any]:
+    """The policy's own summary entries (none from a policy without ``summarise``)."""
+    summarise = getattr(policy, "summarise", None)
+    return dict(summarise(notes, span_s)) if summarise is not None else {}

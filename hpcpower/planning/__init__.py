@@ -16,5 +16,5 @@ Each compiled twin follows its numpy form step by step (same candidate
 starts, same float operations in the same order, same tie-breaks), so both
 give the same results to the bit; ``tests/planning`` compares them. Which
 form runs is a per-simulation setting (``Simulation(kernels=...)``);
-:mod:`._numba` loads the twins.
+:func:`hpcpower.planning.compiled.load` compiles the twins.
 """

@@ -3,8 +3,10 @@
 :func:`load` imports numba and replaces each twin, in every planning module
 that holds it, by its compiled dispatcher. The machine code is cached on
 disk, so only the first load after an install compiles, for about half a
-minute. Callers reach a twin through its module (``release.release_map``) or
-call it from another twin, never through a name imported before loading.
+minute. It replaces the twin under every name a planning module holds it
+by, so a twin imported by name into another planning module is compiled
+there too; code outside ``hpcpower.planning`` reaches a twin through its
+module (``release.release_map``).
 """
 
 from __future__ import annotations

@@ -296,8 +296,8 @@ def easy_pass(now, nodes, timeout_s, queue):
     ``nodes`` as for :func:`release_map`; ``queue`` the queue's column
     buffers ``(ids, res, walltimes, alive, used)`` (see
     :meth:`~hpcpower.engine.queue.JobQueue.slots`). The pass's
-    :func:`idle_order`, then FCFS dispatch on it, then, unless every job
-    started or no later job fits on the idle nodes left, :func:`_backfill`.
+    :func:`idle_order_jit`, then FCFS dispatch on it, then, unless every job
+    started or no later job fits on the idle nodes left, :func:`backfill_jit`.
 
     Returns ``(k, m, outcome, h, c, head start, packed)``: ``k`` jobs
     dispatched (each on the next ``res`` nodes of the idle order), ``m`` idle
@@ -381,7 +381,7 @@ def backfill_jit(now, nodes, timeout_s, order, started, head_res, idle, later_re
 
     Returns ``(h, c, head start, packed)``, the integers packed in one
     array: ``[head nodes (h), positions (c), ptr (c + 1), nodes]``, the
-    head's nodes (as a set: :func:`project` orders them), the positions in
+    head's nodes (as a set: :func:`project_jit` orders them), the positions in
     ``later_*`` of the ``c`` backfilled jobs, and their nodes
     (``nodes[ptr[k]:ptr[k + 1]]``); ``h`` is 0 when the head cannot be
     placed (then nothing is backfilled).
@@ -389,7 +389,7 @@ def backfill_jit(now, nodes, timeout_s, order, started, head_res, idle, later_re
     rel, base_j, _, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
     _occupy(rel, now, started)  # (the release map is not needed otherwise)
     # (The head's nodes as a set: only the plan needs their order, and
-    # :func:`project` puts them in order.)
+    # :func:`project_jit` puts them in order.)
     head, head_start = _select(rel, base_j, gap_w, tie_key, head_res, now, False)
     n_head = len(head)
     n_later = len(later_res)
@@ -675,10 +675,10 @@ def first_appearances(nodes, ptr, wanted):
 def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest):
     """Reserve for the head and project the rest, when no later job can start now.
 
-    One call for ``reserve_head`` and :func:`project`: the release map
+    One call for ``reserve_head`` and :func:`project_jit`: the release map
     (as :func:`release_map` with ``order`` the pass's idle order), the
     head's reservation on it after the jobs starting now, then the
-    projection. Returns :func:`project`'s arrays, or empty ones when the
+    projection. Returns :func:`project_jit`'s arrays, or empty ones when the
     head cannot be placed.
     """
     state, since, _, on_mean, _, _, _, idle_w = nodes

@@ -141,7 +141,7 @@ class ReleaseMap:
             if overrun_release == "inf":
                 end[end <= now] = np.inf
             else:
-                end = np.maximum(end, now)
+                end = np.fmax(end, now)  # (nan: now, as the twin)
             release[busy] = end
 
         # Durations are differences of absolute times, as in the authors'
@@ -238,7 +238,7 @@ class ReleaseMap:
 # ------------------------------------------------------- compiled twins
 @kernel
 def idle_order_jit(state, since, timeout_s, now):
-    """:func:`hpcpower.policies.planning.idle_order` (``timeout_s`` nan for none)."""
+    """:func:`idle_order` (``timeout_s`` nan for none)."""
     count = 0
     for s in state:
         if s == IDLE:

@@ -191,8 +191,7 @@ def _cheapest(r, cost, key):
 def cheapest_order_jit(r, cost, key):
     """Positions of the ``r`` smallest by ``(cost, key)``, in that order (keys distinct).
 
-    As :func:`hpcpower.policies.planning._cheapest_order`; only the ``r``
-    chosen are sorted.
+    As :func:`cheapest_order`; only the ``r`` chosen are sorted.
     """
     if len(cost) <= 32:
         return _order_small(cost, key)[:r]
@@ -208,7 +207,7 @@ def select_jit(release, base_j, gap_w, tie_key, r, min_start):
 
 @kernel
 def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
-    """:func:`select`; with ``ordered`` false the nodes come in no particular order."""
+    """:func:`select_jit`; with ``ordered`` false the nodes come in no particular order."""
     m = len(release)
     work = (np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
     return _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work)

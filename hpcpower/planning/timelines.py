@@ -377,7 +377,7 @@ def _holding(a_list: list[float], b_list: list[float], t: float) -> int:
 # ------------------------------------------------------------- timelines
 # Per node: free intervals [fa, fb) in slots 0 .. used-1 (emptied slots hold
 # [inf, -inf)), and every segment (seg_s, seg_f) in the order it was added,
-# for rebuilds. As :class:`hpcpower.policies.planning.Timelines`.
+# for rebuilds. As :class:`Timelines`.
 
 
 @kernel

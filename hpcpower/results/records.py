@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hpcpower.errors import PolicyError
 from hpcpower.platform import STATE_LABELS
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class Results:
             return float(fn(values)) if len(values) else math.nan
 
         mean_wait = stat(np.mean, wait)
-        return {
+        summary = {
             "jobs_submitted": int(len(t["job_id"])),
             "jobs_completed": int(done.sum()),
             "jobs_rejected": int(len(self.rejected)),
@@ -142,10 +143,16 @@ class Results:
             "switch_ons": record.switch_ons,
             "switch_offs": record.switch_offs,
             "decisions": record.passes,
-            **record.policy_summary,
-            "config": self.config,
-            "version": self.config.get("version"),
         }
+        own = summary.keys() | {"config", "version"}
+        clash = sorted(own & record.policy_summary.keys())
+        if clash:
+            name = (self.config.get("policy") or {}).get("name", "the policy")
+            raise PolicyError(f"{name}: its summary entries {clash} would replace the run's own")
+        summary.update(record.policy_summary)
+        summary["config"] = self.config
+        summary["version"] = self.config.get("version")
+        return summary
 
     # -------------------------------------------------------------- tables
     def job_table(self) -> dict[str, np.ndarray]:

@@ -61,3 +61,21 @@ def test_the_form_in_use_is_in_the_config_and_both_agree(setting):
     ).run()
     assert results.summary["total_energy_j"] == reference.summary["total_energy_j"]
     assert results.jobs["start_s"].tolist() == reference.jobs["start_s"].tolist()
+
+
+@needs_numba
+def test_a_numba_that_does_not_import_falls_back_or_names_the_fix(monkeypatch):
+    from hpcpower.planning import compiled
+
+    def broken() -> None:
+        raise ImportError("numpy version clash")
+
+    monkeypatch.setattr(compiled, "load", broken)
+    jobs = [job(i, 0, 1, 5) for i in range(3)]
+    policy = make_policy("fcfs-easy-ipm")
+    monkeypatch.setattr(policy, "planning_cost_s", 10.0)  # auto would pick the twins
+    assert Simulation(tiny_platform(2), jobs, policy).kernels == "numpy"
+    with pytest.raises(
+        InputError, match=r"numba is installed but does not import.*kernels = 'numpy'"
+    ):
+        Simulation(tiny_platform(2), jobs, make_policy("fcfs-easy-ipm"), kernels="numba")

@@ -179,5 +179,9 @@ def test_a_gang_given_as_a_view_is_kept_as_its_own_copy():
     gang = cluster.allocate(7, pass_array[1:3], 10.0)
     assert gang.tolist() == [1, 0]
     assert gang.base is None
+    # An array of the policy's own is copied too: the policy may write to
+    # it later, and the gang it started must not change.
     own = np.array([3])
-    assert cluster.allocate(8, own, 10.0) is own  # (an array of its own is not copied)
+    kept = cluster.allocate(8, own, 10.0)
+    own[0] = 2
+    assert kept.tolist() == [3] and not kept.flags.writeable

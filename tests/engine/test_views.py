@@ -65,6 +65,10 @@ class Vandal(Policy):
         self.attempt("running", lambda: view.running.__setitem__(99, None))
         self.attempt("triggers", lambda: view.triggers.add("start"))
         self.attempt("arrived", lambda: view.arrived.append(None))
+        # Rebinding a part of the view (it would last into later passes).
+        self.attempt("view.cluster", lambda: setattr(view, "cluster", None))
+        self.attempt("view.now", lambda: setattr(view, "now", 0.0))
+        self.attempt("cluster.since rebound", lambda: setattr(cluster, "since", None))
         return Decision()
 
 
@@ -82,6 +86,7 @@ def test_a_policy_cannot_change_the_cluster_or_queue_through_its_view():
         *(f"queue column {name}" for name in ("ids", "res", "reqtime_s")),
         *(f"queue slot {k}" for k in range(4)),
         *("queue.push", "queue.remove", "running", "triggers", "arrived"),
+        *("view.cluster", "view.now", "cluster.since rebound"),
     }
     assert set(vandal.refused) == expected
     # Writing to an array raises numpy's own error for read-only arrays.
@@ -130,6 +135,30 @@ class _StartAll(Policy):
                 d.start.append((queued, np.array(free[: queued.res])))
                 free = free[queued.res :]
         return d
+
+
+def test_a_running_job_seen_by_a_policy_is_frozen():
+    seen = []
+
+    class Poker(Policy):
+        name = "poker"
+
+        def decide(self, view: SystemView) -> Decision:
+            for record in view.running.values():
+                try:
+                    record.start_s = 0.0
+                except AttributeError as exc:
+                    seen.append(type(exc).__name__)
+            d = Decision()
+            if view.now == 0.0 and len(view.queue):
+                d.start = [(view.queue.job(0), [0])]
+            return d
+
+    sim = Simulation(tiny_platform(2), [job(0, 0, 1, 5)], Poker())
+    results = sim.run()
+    assert seen == ["FrozenInstanceError"]  # the repeat pass at t=0 saw the job running
+    assert results.jobs["start_s"].tolist() == [0.0]
+    assert results.jobs["finish_s"].tolist() == [5.0]
 
 
 def test_simpy_internals_are_what_the_run_loop_relies_on():

@@ -464,7 +464,8 @@ def test_gang_moves_change_the_cluster_arrays_as_numpy_does(data):
         else:
             continue
         for _, (env, cluster) in clusters.items():
-            env._now = now
+            if now > env.now:
+                env.run(until=now)
             getattr(cluster, action[0])(*action[1:])
     (_, slow), (_, fast) = clusters[False], clusters[True]
     for name in ("_seconds", "since", "state", "job_on", "expected_end_s"):

@@ -122,7 +122,7 @@ def _expiries(
     """Expired idle nodes (oldest idle first, then by id) and the next future expiry.
 
     ``idle_since`` lists the idle nodes in the order they became idle (the
-    cluster's :attr:`~hpcpower.engine.cluster.Cluster.idle_since`), so
+    cluster's :attr:`~hpcpower.engine.cluster.ClusterView.idle_since`), so
     expiries never decrease along it and the scan stops at the first node
     not yet expired; nodes in ``taken`` (starting a job now) are skipped. A
     node expires at ``since + timeout_s`` and has expired when ``now`` is at
