@@ -23,12 +23,15 @@ if TYPE_CHECKING:
     from hpcpower.workload.job import Job
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SystemView:
     """What a policy sees at one controller pass (read-only).
 
-    The engine keeps one view and moves it to each pass; ``dataclasses.replace``
-    gives a policy a changed copy of its own (as SNF-ICON does for its timers).
+    The engine keeps one view and sets every field of it at each pass, so a
+    policy that rebinds a field changes only what it sees itself until the
+    pass ends; ``dataclasses.replace`` gives a policy a changed copy of its
+    own (as SNF-ICON does for its idle timers). The cluster, the queue and
+    the running jobs behind the fields cannot be changed through them.
 
     Attributes:
         now: Simulated time in seconds.

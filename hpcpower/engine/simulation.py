@@ -167,13 +167,12 @@ class Simulation:
         self._state_rows: list[tuple[float, int, int, int, int, int]] = []
         self._last_counts: list[int] = []
         self._progress: Callable[[int], None] | None = None
+        self._compiled = compiled
+        self._queue_view = QueueView(self.queue)
+        self._running_view = MappingProxyType(self.running)
         #: What the policy sees (read-only, updated at every pass).
         self.view = SystemView(
-            0.0,
-            self.cluster.view,
-            QueueView(self.queue),
-            MappingProxyType(self.running),
-            compiled=compiled,
+            0.0, self.cluster.view, self._queue_view, self._running_view, compiled=compiled
         )
         # One event object carries every controller pass: at most one pass is
         # pending at a time, and the event is never yielded by a process, so
@@ -273,24 +272,26 @@ class Simulation:
         if self.finished:
             return
         view = self.view
-        # The view is frozen for policies; the engine moves it to this pass.
-        put = object.__setattr__
-        put(view, "now", self.env.now)
-        triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
-        put(view, "triggers", triggers)
+        # Every field is set again, so nothing a policy rebinds lasts a pass.
+        view.now = self.env.now
+        view.cluster = self.cluster.view
+        view.queue = self._queue_view
+        view.running = self._running_view
+        view.compiled = self._compiled
+        view.triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
         self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)
         if self._arrived:
-            put(view, "arrived", tuple(self._arrived))
+            view.arrived = tuple(self._arrived)
             self._arrived = []
         else:
-            put(view, "arrived", ())
+            view.arrived = ()
         if self._completed:
-            put(view, "completed", tuple(self._completed))
+            view.completed = tuple(self._completed)
             self._completed = []
         else:
-            put(view, "completed", ())
-        put(view, "first", self._first)
+            view.completed = ()
+        view.first = self._first
         self._first = False
         decision = self.policy.decide(view)
         self.passes += 1
