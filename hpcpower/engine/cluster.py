@@ -328,9 +328,9 @@ class Cluster:
         """Seconds each node spent in each state so far, shape ``(nodes, 5)``."""
         return self._seconds.T
 
-    def close_books(self, until: float | None = None) -> None:
-        """Account time in the current state of every node up to ``until`` (default now)."""
-        now = self.env.now if until is None else until
+    def close_books(self) -> None:
+        """Account time in the current state of every node up to now (the end of the run)."""
+        now = self.env.now
         idx = np.arange(self.n_nodes)
         self._seconds[self.state, idx] += now - self.since
         self.since[:] = now
@@ -338,10 +338,6 @@ class Cluster:
         if idle_since is not None:
             for node in idle_since:
                 idle_since[node] = now
-
-    def energy_j(self) -> np.ndarray:
-        """Joules per state summed over nodes, as accounted so far (length 5)."""
-        return (self.time_in_state_s * self.power_w).sum(axis=0)
 
     # ------------------------------------------------------------- reading
     def describe_node(self, node: int) -> str:
