@@ -10,7 +10,9 @@ exit status 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +34,7 @@ def _parse_sets(items: Sequence[str]) -> dict[str, object]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from hpcpower.results.export import write_all
+    from hpcpower.results.export import check_out, write_all
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
 
@@ -45,6 +47,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["simulation.seed"] = args.seed
     config = resolve(args.scenario, overrides)
     sim = Simulation.from_config(config)
+    # The output folder is checked before the run, which may be long.
+    out = (
+        Path(args.out) if args.out else _default_out(config["simulation"]["name"], sim.policy.name)
+    )
+    check_out(out, force=args.force)
     progress = sys.stderr.isatty() and not args.quiet
     if not args.quiet and sim.kernels == "numba":
         from hpcpower.planning import compiled
@@ -58,16 +65,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("runs") / config["simulation"]["name"] / sim.policy.name
-    )
-    paths = write_all(results, out)
+    paths = write_all(results, out, force=args.force)
     if not args.quiet:
         print(format_summary(results.summary, elapsed))
         print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def _default_out(name: str, policy: str) -> Path:
+    """``runs/<simulation.name>/<policy>``, refusing names that would leave ``runs/``."""
+    runs = Path("runs")
+    out = runs / name / policy
+    inside = out.resolve().is_relative_to(runs.resolve()) and out.resolve() != runs.resolve()
+    if not inside or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise InputError(
+            f"setting simulation.name: {name!r} would put the results outside runs/; "
+            "use a plain name, or --out for another folder"
+        )
+    return out
 
 
 def format_summary(s: dict, elapsed_s: float | None = None) -> str:
@@ -218,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, help="simulation seed")
     run.add_argument("--out", help="output folder (default runs/<scenario>/<policy>)")
+    run.add_argument(
+        "--force", action="store_true", help="replace a result already in the output folder"
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing, show no progress")
     run.set_defaults(func=_cmd_run)
 
@@ -246,14 +264,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hpcpower`` command."""
     args = build_parser().parse_args(argv)
+    # SIGTERM (a batch system's stop) unwinds like Ctrl-C, so that a result
+    # being written is dropped whole instead of left half-written.
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         return args.func(args)
     except HpcpowerError as exc:
         print(f"hpcpower: error: {exc}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("hpcpower: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("hpcpower: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that ``finally`` blocks run."""
+
+
+def _terminated(signum, frame) -> None:
+    raise _Terminated()
 
 
 if __name__ == "__main__":  # pragma: no cover

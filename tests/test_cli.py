@@ -445,3 +445,37 @@ def test_real_command_exit_codes(tmp_path):
     )
     assert_clean_error(bad.returncode, bad.stdout, bad.stderr, "bad.swf:4")
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_result_is_not_overwritten_without_force(tiny_scenario, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, _, err = cli(capsys, "run", tiny_scenario, "--out", out, "-q")
+    assert code == 0, err
+    first = (out / "summary.json").read_bytes()
+    code, stdout, err = cli(capsys, "run", tiny_scenario, "--out", out, "--seed", "3", "-q")
+    assert_clean_error(code, stdout, err, str(out), "--force")
+    assert (out / "summary.json").read_bytes() == first
+    code, _, err = cli(capsys, "run", tiny_scenario, "--out", out, "--seed", "3", "-q", "--force")
+    assert code == 0, err
+    assert read_summary(out)["config"]["seed"] == 3
+
+
+def test_a_bad_out_is_refused_before_the_run(tiny_scenario, tmp_path, capsys, monkeypatch):
+    import hpcpower.simulation
+
+    def never(*args, **kwargs):
+        raise AssertionError("the run started before --out was checked")
+
+    monkeypatch.setattr(hpcpower.simulation.Simulation, "run", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, out, err = cli(capsys, "run", tiny_scenario, "--out", blocker / "run")
+    assert_clean_error(code, out, err, "cannot make its folder")
+
+
+@pytest.mark.parametrize("name", ["../elsewhere", "/tmp/abs", "a/../../b"])
+def test_simulation_name_cannot_leave_runs(tiny_scenario, tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "run", tiny_scenario, "--set", f"simulation.name={name}")
+    assert_clean_error(code, out, err, "simulation.name", "outside runs/")
+    assert not (tmp_path / "elsewhere").exists()

@@ -10,6 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -151,20 +154,74 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
             writer.writerow(row)
 
 
-def write_all(results: Results, out_dir: str | Path) -> list[Path]:
-    """Write every output file into ``out_dir`` (created if needed); returns the paths."""
+def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
+    """Check that a result folder can be written, before a run spends time making it.
+
+    The folder must not exist (or, with ``force``, may be a folder of a
+    previous result, which is then replaced), and its parent must be a
+    folder this process can write (it is made if missing).
+
+    Raises:
+        InputError: Naming the folder and what to do.
+    """
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a folder; choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "summary.json", out / "jobs.csv", out / "machine_states.csv"]
-    write_summary_json(results, paths[0])
-    write_jobs_csv(results, paths[1])
-    write_machine_states_csv(results, paths[2])
-    if results.decisions:
-        paths.append(out / "decisions.csv")
-        write_decisions_csv(results, paths[-1])
-    return paths
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise InputError(f"{out}: exists and is not a folder; choose another --out")
+        if not force and any(out.iterdir()):
+            raise InputError(
+                f"{out}: a result folder is already there; use --force to replace it "
+                "or choose another --out"
+            )
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot make its folder {parent} ({exc.strerror})") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{out}: cannot write in {parent} (permission denied)")
+    return out
+
+
+def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> list[Path]:
+    """Write every output file into ``out_dir`` as one step; returns the paths.
+
+    The files are written into a hidden temporary folder beside ``out_dir``
+    and the folder is renamed into place once complete, so an interrupted
+    write (Ctrl-C, SIGTERM, a full disk) leaves the previous result or none,
+    never a mix or a truncated file. An existing result folder is replaced
+    only with ``force`` (see :func:`check_out`).
+    """
+    out = check_out(out_dir, force=force)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        names = ["summary.json", "jobs.csv", "machine_states.csv"]
+        write_summary_json(results, staging / names[0])
+        write_jobs_csv(results, staging / names[1])
+        write_machine_states_csv(results, staging / names[2])
+        if results.decisions:
+            names.append("decisions.csv")
+            write_decisions_csv(results, staging / names[3])
+        _swap_in(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / name for name in names]
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Rename the finished ``staging`` folder to ``out``, replacing an old result there.
+
+    The old result is first renamed aside, then removed: at every instant
+    ``out`` is either the complete old result, absent, or the complete new one.
+    """
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        os.replace(out, old / "result")
+    os.replace(staging, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _clean(value: Any) -> Any:
