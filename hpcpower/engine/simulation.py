@@ -46,7 +46,7 @@ from hpcpower.engine.record import RunRecord
 from hpcpower.errors import InputError, PolicyError
 from hpcpower.planning import _numba
 from hpcpower.platform import Platform
-from hpcpower.states import NodeState
+from hpcpower.states import SWITCHING_OFF, SWITCHING_ON, NodeState
 from hpcpower.workload.job import Job, Workload
 
 #: SimPy orders same-time events by priority (URGENT 0, NORMAL 1). The
@@ -56,6 +56,10 @@ CONTROLLER_PRIORITY = 2
 #: expected to take at least this long (seconds): below it, loading them
 #: (and compiling, the first time) would cost more than it saves.
 AUTO_KERNELS_S = 3.0
+#: Consecutive passes in which only the policy could act (nothing running,
+#: no job left to arrive, no transition) and it did nothing, before a run
+#: stops as stuck (a policy may wait on purpose, so the bound is generous).
+IDLE_PASS_LIMIT = 100_000
 #: Why a controller pass runs (see :class:`~hpcpower.engine.contract.SystemView`).
 TRIGGERS = ("start", "arrival", "completion", "transition", "wakeup", "commands")
 _TRIGGER_BIT = {name: 1 << k for k, name in enumerate(TRIGGERS)}
@@ -64,6 +68,7 @@ _TRIGGER_SETS = tuple(
     frozenset(name for k, name in enumerate(TRIGGERS) if bits >> k & 1)
     for bits in range(1 << len(TRIGGERS))
 )
+_WAKEUP_ONLY = _TRIGGER_SETS[_TRIGGER_BIT["wakeup"]]
 
 
 class Simulation:
@@ -161,6 +166,12 @@ class Simulation:
         self._arrived: list[Job] = []
         self._completed: list[Running] = []
         self._pass_pending = False
+        # Passes at the current instant, and the bound past which time is stuck
+        # (a legitimate instant has a few: one per batch of events, plus repeats).
+        self._instant = -math.inf
+        self._passes_here = 0
+        self._instant_limit = 1000 + 4 * platform.n_nodes
+        self._idle_passes = 0
         self._calls: list[float] = []
         self._call_set: set[float] = set()
         self._first = True
@@ -271,14 +282,22 @@ class Simulation:
         self._pass_pending = False
         if self.finished:
             return
+        now = self.env.now
+        if now == self._instant:
+            self._passes_here += 1
+            if self._passes_here > self._instant_limit:
+                raise PolicyError(self._stuck_at_one_instant(now))
+        else:
+            self._instant = now
+            self._passes_here = 1
         view = self.view
         # Every field is set again, so nothing a policy rebinds lasts a pass.
-        view.now = self.env.now
+        view.now = now
         view.cluster = self.cluster.view
         view.queue = self._queue_view
         view.running = self._running_view
         view.compiled = self._compiled
-        view.triggers = self.last_triggers = _TRIGGER_SETS[self._triggers]
+        view.triggers = self.last_triggers = triggers = _TRIGGER_SETS[self._triggers]
         self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)
         if self._arrived:
@@ -297,14 +316,55 @@ class Simulation:
         self.passes += 1
         self.last_decision = decision
         if decision.start or decision.switch_off or decision.switch_on:
+            self._idle_passes = 0
             self._apply(decision)
             if self.repeat_pass:
                 self._wake("commands")
+        elif triggers is _WAKEUP_ONLY and self._nothing_else_can_happen():
+            self._idle_passes += 1
+            if self._idle_passes > IDLE_PASS_LIMIT:
+                raise PolicyError(self._stuck_waiting(now))
+        else:
+            self._idle_passes = 0
         if decision.call_at:
             self._call_at(decision.call_at)
         if decision.note is not None:
             self.decisions.append(decision.note)
         self._record_states()
+
+    def _nothing_else_can_happen(self) -> bool:
+        """No job running or left to arrive and no transition under way: only the policy can act."""
+        counts = self.cluster.counts
+        return (
+            not self.running
+            and self._next_job >= len(self.workload.jobs)
+            and not counts[SWITCHING_ON]
+            and not counts[SWITCHING_OFF]
+        )
+
+    def _stuck_at_one_instant(self, now: float) -> str:
+        """Why the run stopped: passes without simulated time moving on."""
+        last = self.last_decision
+        doing = "does nothing"
+        if last is not None and (last.switch_off or last.switch_on or last.start):
+            doing = (
+                f"keeps commanding (last pass: switch off {sorted(last.switch_off)[:8]}, "
+                f"switch on {sorted(last.switch_on)[:8]}, start {len(last.start)} jobs)"
+            )
+        return (
+            f"{self.policy.name}: {self._passes_here - 1} controller passes at t={now!r} s "
+            f"without simulated time moving on; the policy {doing}. Transitions that take no "
+            "time with an idle timeout of 0 s switch nodes off and on forever: give the "
+            "transitions a duration or the timeout a positive value"
+        )
+
+    def _stuck_waiting(self, now: float) -> str:
+        """Why the run stopped: a policy that only asks to be called back while jobs wait."""
+        return (
+            f"{self.policy.name}: {IDLE_PASS_LIMIT} passes up to t={now:g} s with nothing "
+            f"running, no job left to arrive and {len(self.queue)} waiting, and the policy "
+            "only asks to be called back: no job can ever start"
+        )
 
     def _apply(self, decision: Decision) -> None:
         """Apply the starts, then the switch-offs, then the switch-ons."""

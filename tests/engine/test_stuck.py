@@ -1,0 +1,95 @@
+"""A run that cannot progress stops with an error naming the time, the policy and what repeats."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+
+HEAD = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {tests!r})
+    from conftest import job, tiny_platform
+    from hpcpower import Simulation, make_policy
+    from hpcpower.engine.contract import Decision, Policy
+    from hpcpower.errors import PolicyError
+    """
+)
+
+
+def run_until_stopped(body: str) -> tuple[str, float]:
+    """Run ``body`` in a fresh interpreter (a hang cannot hang the suite): its output, its time."""
+    code = HEAD.format(tests=str(TESTS)) + textwrap.dedent(body)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip(), time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("policy", ["snf-ipm", "fcfs-easy-ipm", "snf-icon"])
+def test_nodes_switched_off_and_on_forever_at_one_instant(policy):
+    """Instant transitions with a 0 s timeout: a 2-node job plans on a node IPM switches off."""
+    out, seconds = run_until_stopped(
+        f"""
+        platform = tiny_platform(2, on_s=0.0, off_s=0.0)
+        jobs = [job(0, 0, 1, 100.0), job(1, 10, 2, 50.0)]
+        try:
+            Simulation(platform, jobs, make_policy({policy!r}, timeout_s=0)).run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert seconds < 10
+    assert out.startswith(f"{policy}: 1008 controller passes at t=100.0 s without simulated")
+    assert "switch off [" in out and "switch on [" in out
+    assert "give the transitions a duration or the timeout a positive value" in out
+    assert "\n" not in out
+
+
+def test_a_policy_that_only_asks_to_be_called_back():
+    out, seconds = run_until_stopped(
+        """
+        class Waiter(Policy):
+            name = "waiter"
+
+            def decide(self, view):
+                return Decision(call_at=[view.now + 60.0])
+
+        try:
+            Simulation(tiny_platform(2), [job(0, 0, 1, 10)], Waiter()).run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert seconds < 10
+    assert out.startswith("waiter: 100000 passes up to t=")
+    assert "nothing running, no job left to arrive and 1 waiting" in out
+    assert out.endswith("no job can ever start")
+
+
+def test_a_policy_that_waits_while_work_remains_is_not_stopped():
+    """Waiting with jobs still to arrive (or running) is progress, however many wake-ups."""
+    out, _ = run_until_stopped(
+        """
+        class Patient(Policy):
+            name = "patient"
+
+            def decide(self, view):
+                d = Decision(call_at=[view.now + 1.0])
+                if view.now >= 150_000.0:
+                    d.start = [(j, [0]) for j in view.queue.fcfs()[:1]]
+                return d
+
+        jobs = [job(0, 0, 1, 10), job(1, 200_000.0, 1, 10)]
+        res = Simulation(tiny_platform(2), jobs, Patient()).run()
+        print(res.summary["jobs_completed"])
+        """
+    )
+    assert out == "2"
