@@ -45,7 +45,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides["platform.name"] = args.platform
     if args.seed is not None:
         overrides["simulation.seed"] = args.seed
-    config = resolve(args.scenario, overrides)
+    source = Path(args.scenario)
+    if source.suffix.lower() != ".toml":
+        # A workload file run as it is: the settings are the defaults and --set.
+        overrides.setdefault("workload.path", str(source))
+        overrides.setdefault("simulation.name", _trace_name(source))
+        source = None
+    config = resolve(source, overrides)
     sim = Simulation.from_config(config)
     # The output folder is checked before the run, which may be long.
     out = (
@@ -66,10 +72,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
     paths = write_all(results, out, force=args.force)
-    if not args.quiet:
+    if args.json:
+        from hpcpower.results.export import summary_json
+
+        print(summary_json(results))
+    elif not args.quiet:
         print(format_summary(results.summary, elapsed))
         print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def _trace_name(path: Path) -> str:
+    """A run name from a workload file's name, without its endings (``.swf.gz``, ``.json``)."""
+    name = path.name
+    for ending in (".gz", ".swf", ".json"):
+        if name.lower().endswith(ending):
+            name = name[: -len(ending)]
+    return name or "workload"
 
 
 def _default_out(name: str, policy: str) -> Path:
@@ -222,7 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one scenario and write its results")
-    run.add_argument("scenario", help="scenario TOML file")
+    run.add_argument(
+        "scenario",
+        help="scenario TOML file, or a workload file (.swf, .json, .gz) run with the defaults",
+    )
     run.add_argument("--policy", help="policy name (see `hpcpower policies`)")
     run.add_argument("--platform", help="platform preset or SPARS platform JSON path")
     run.add_argument(
@@ -237,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="replace a result already in the output folder"
     )
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing, show no progress")
+    run.add_argument(
+        "--json", action="store_true", help="print the summary as JSON on stdout (for scripts)"
+    )
     run.set_defaults(func=_cmd_run)
 
     trace = sub.add_parser("trace", help="inspect workload files")

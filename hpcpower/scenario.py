@@ -75,6 +75,8 @@ def _coerce(value: Any, default: Any, key: str) -> Any:
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
         raise InputError(f"setting {key}: expected true or false, got {value!r}")
+    if isinstance(value, bool) and isinstance(default, (int, float)):
+        raise InputError(f"setting {key}: expected a number, got {str(value).lower()}")
     if isinstance(default, int) and not isinstance(default, bool):
         try:
             number = float(value)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 
 from hpcpower.cli import main
 from hpcpower.results.export import JOBS_COLUMNS, MACHINE_COLUMNS
@@ -479,3 +480,45 @@ def test_simulation_name_cannot_leave_runs(tiny_scenario, tmp_path, capsys, monk
     code, out, err = cli(capsys, "run", tiny_scenario, "--set", f"simulation.name={name}")
     assert_clean_error(code, out, err, "simulation.name", "outside runs/")
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_workload_file_runs_without_a_scenario(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    trace = DATA / "DAS2-fs1-2003-1.swf.gz"
+    code, out, err = cli(
+        capsys, "run", trace, "--platform", "aoba-64", "--policy", "fcfs-easy",
+        "--set", "workload.first=200", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    summary = json.loads(out)  # stdout holds the summary as JSON, and nothing else
+    assert summary["jobs_submitted"] == 200
+    assert summary["config"]["policy"]["name"] == "fcfs-easy"
+    assert (tmp_path / "runs" / "DAS2-fs1-2003-1" / "fcfs-easy" / "jobs.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "setting,needles",
+    [
+        ("simulation.seed=-1", ["seed must be a whole number >= 0", "-1"]),
+        ("simulation.seed=true", ["simulation.seed", "expected a number, got true"]),
+        ("policy.timeout_s=false", ["policy.timeout_s", "expected a number"]),
+        ("simulation.initial_state=computing", ["initial_state", "'computing'"]),
+        ("workload.first=0", []),  # (0 keeps every job: not an error)
+    ],
+)
+def test_bad_simulation_settings_are_one_line(tiny_scenario, tmp_path, capsys, setting, needles):
+    out_dir = tmp_path / "o"
+    code, out, err = cli(capsys, "run", tiny_scenario, "--set", setting, "--out", out_dir, "-q")
+    if not needles:
+        assert code == 0, err
+        return
+    assert_clean_error(code, out, err, *needles)
+    assert not out_dir.exists()
+
+
+def test_an_infinite_value_is_written_as_valid_json(tiny_scenario, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, _, err = cli(capsys, "run", tiny_scenario, "--set", "policy.timeout_s=inf", "--out", out)
+    assert code == 0, err
+    summary = read_summary(out)  # (refuses NaN and Infinity)
+    assert summary["config"]["policy"]["timeout_s"] == "inf"

@@ -131,13 +131,14 @@ class Simulation:
         # Transition durations draw from default_rng(seed) itself, one normal
         # per node in command order, as the authors' simulator does (its seed
         # is 42). The workload is fixed before the run, so no other stream.
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
         self.rng_transitions = np.random.default_rng(seed)
-        try:
-            start_state = NodeState[initial_state.upper()]
-        except KeyError:
-            raise PolicyError(
-                f"initial_state must be 'idle' or 'sleeping', got {initial_state!r}"
-            ) from None
+        start_state = {"idle": NodeState.IDLE, "sleeping": NodeState.SLEEPING}.get(
+            str(initial_state).lower()
+        )
+        if start_state is None:
+            raise InputError(f"initial_state must be 'idle' or 'sleeping', got {initial_state!r}")
         self.cluster = Cluster(
             self.env,
             platform,
@@ -540,7 +541,9 @@ class Simulation:
 
 
 def _check_jobs(workload: Workload) -> None:
-    """Jobs must be in submit order with ``id`` equal to their position."""
+    """Jobs must be in submit order with ``id`` equal to their position; there must be some."""
+    if not workload.jobs:
+        raise InputError(f"{workload.source}: no jobs to simulate")
     previous = -np.inf
     for position, job in enumerate(workload.jobs):
         if job.id != position:

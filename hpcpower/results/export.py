@@ -136,7 +136,7 @@ def write_machine_states_csv(results: Results, path: str | Path) -> None:
 
 def write_summary_json(results: Results, path: str | Path) -> None:
     """Write ``summary.json`` (NaN written as null)."""
-    Path(path).write_text(json.dumps(_clean(results.summary), indent=2, sort_keys=False) + "\n")
+    Path(path).write_text(summary_json(results) + "\n")
 
 
 def write_decisions_csv(results: Results, path: str | Path) -> None:
@@ -224,13 +224,25 @@ def _swap_in(staging: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def summary_json(results: Results) -> str:
+    """The summary as strict JSON: NaN as ``null``, infinities as ``"inf"`` / ``"-inf"``.
+
+    (A scenario reads ``"inf"`` back as infinity, so a run folder re-runs.)
+    """
+    return json.dumps(_clean(results.summary), indent=2, allow_nan=False)
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     if isinstance(value, (np.floating, float)):
-        return None if math.isnan(value) else float(value)
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return float(value)
     if isinstance(value, np.integer):
         return int(value)
     return value

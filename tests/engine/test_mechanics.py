@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hpcpower import Simulation
-from hpcpower.errors import IllegalTransition, PolicyError
+from hpcpower import Simulation, make_policy
+from hpcpower.errors import IllegalTransition, InputError, PolicyError
 from tests.conftest import Scripted, job, tiny_platform
 
 
@@ -185,3 +185,16 @@ def test_a_gang_given_as_a_view_is_kept_as_its_own_copy():
     kept = cluster.allocate(8, own, 10.0)
     own[0] = 2
     assert kept.tolist() == [3] and not kept.flags.writeable
+
+
+def test_an_empty_workload_is_an_error_not_a_nan_summary():
+    from hpcpower.workload.job import Workload
+
+    with pytest.raises(InputError, match=r"^empty.swf: no jobs to simulate$"):
+        Simulation(tiny_platform(2), Workload([], source="empty.swf"), make_policy("snf-ipm"))
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3"])
+def test_a_seed_must_be_a_whole_number(seed):
+    with pytest.raises(InputError, match=r"seed must be a whole number >= 0"):
+        Simulation(tiny_platform(2), [job(0, 0, 1, 5)], make_policy("snf-ipm"), seed=seed)
