@@ -522,3 +522,11 @@ def test_an_infinite_value_is_written_as_valid_json(tiny_scenario, tmp_path, cap
     assert code == 0, err
     summary = read_summary(out)  # (refuses NaN and Infinity)
     assert summary["config"]["policy"]["timeout_s"] == "inf"
+
+
+def test_python_dash_m_hpcpower_is_the_command():
+    done = subprocess.run(
+        [sys.executable, "-m", "hpcpower", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("hpcpower ")
