@@ -19,6 +19,7 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+from conftest import job, tiny_platform
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS, NodeState, Platform
 from hpcpower.policies.registry import POLICIES, make_policy
 from hpcpower.workload.job import Job
-from tests.conftest import job, tiny_platform
 
 POLICY_NAMES = sorted(POLICIES)
 ALWAYS_ON = sorted(

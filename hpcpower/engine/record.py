@@ -29,6 +29,7 @@ class RunRecord:
         state_counts: Rows ``(time_s, sleeping, switching_on, idle,
             computing, switching_off)`` each time the counts changed.
         time_in_state_s: Seconds per (node, state), accounted up to ``end_s``.
+        node_state: Each node's state at ``end_s`` (a :class:`~hpcpower.states.NodeState` value).
         power_w: Watts per (node, state).
         switch_ons: Switch-ons commanded.
         switch_offs: Switch-offs commanded.
@@ -49,6 +50,7 @@ class RunRecord:
     transitions: list[tuple[int, int, float, float]]
     state_counts: list[tuple[float, int, int, int, int, int]]
     time_in_state_s: np.ndarray
+    node_state: np.ndarray
     power_w: np.ndarray
     switch_ons: int
     switch_offs: int

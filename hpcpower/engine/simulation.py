@@ -503,6 +503,7 @@ class Simulation:
             transitions=list(cluster.transition_log),
             state_counts=list(self._state_rows),
             time_in_state_s=seconds,
+            node_state=cluster.state.copy(),
             power_w=cluster.power_w,
             switch_ons=int(cluster.switch_ons),
             switch_offs=int(cluster.switch_offs),

@@ -20,6 +20,7 @@ import numpy as np
 
 from hpcpower.errors import InputError
 from hpcpower.results.records import Results
+from hpcpower.states import STATE_LABELS, NodeState
 
 JOBS_COLUMNS = (
     "job_id",
@@ -38,6 +39,7 @@ JOBS_COLUMNS = (
     "stretch",
     "allocated_resources",
     "consumed_energy",
+    "metadata",
 )
 
 MACHINE_COLUMNS = (
@@ -92,10 +94,10 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
             killed = bool(t["killed"][i])
             if killed:
                 final = "COMPLETED_WALLTIME_REACHED"
+            elif state == "waiting" and t["submit_s"][i] > results.end_s:
+                final = "NOT_SUBMITTED"  # (a run stopped before this job arrived)
             else:
-                final = {"completed": "COMPLETED_SUCCESSFULLY", "rejected": "REJECTED"}.get(
-                    state, "NOT_FINISHED"
-                )
+                final = _FINAL_STATES[state]
             writer.writerow(
                 (
                     t["name"][i],
@@ -114,8 +116,18 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
                     _num(t["slowdown"][i]),
                     interval_set(alloc),
                     _num(energy),
+                    "",
                 )
             )
+
+
+#: Batsim's final state of a job in each of hpcpower's job states.
+_FINAL_STATES = {
+    "completed": "COMPLETED_SUCCESSFULLY",
+    "rejected": "REJECTED",
+    "waiting": "SUBMITTED",
+    "running": "RUNNING",
+}
 
 
 def _computing_power(results: Results) -> np.ndarray:
@@ -132,6 +144,185 @@ def write_machine_states_csv(results: Results, path: str | Path) -> None:
         writer.writerow(MACHINE_COLUMNS)
         for time_s, sleeping, on, idle, computing, off in results.state_counts:
             writer.writerow((_num(time_s), sleeping, on, off, idle, computing))
+
+
+#: ``pstate_changes.csv``: the power-state id of each node state (Batsim
+#: numbers power states per host; hpcpower gives every node state its own).
+PSTATE_IDS = {label: int(state) for label, state in zip(STATE_LABELS, NodeState, strict=True)}
+
+
+def pstate_changes(results: Results) -> list[tuple[float, np.ndarray, int]]:
+    """Every change of a node's state: ``(time_s, nodes, new state)``, by time then state.
+
+    Nodes changing to the same state at the same time are grouped. The rows
+    at time 0 give every node its initial state.
+    """
+    # A node can change twice at one instant (a job that takes no time): its
+    # changes keep their order through ``rank``, the number of changes the
+    # node already had at that instant.
+    changes: dict[tuple[float, int, int], list[int]] = {}
+    previous: dict[int, tuple[str, float, int]] = {}
+
+    def change(node: int, label: str, start: float) -> None:
+        last = previous.get(node)
+        if last is not None and last[0] == label:
+            return
+        rank = last[2] + 1 if last is not None and last[1] == start else 0
+        changes.setdefault((start, rank, PSTATE_IDS[label]), []).append(node)
+        previous[node] = (label, start, rank)
+
+    finish = results.jobs["finish_s"]
+    last_job: dict[int, tuple[int, float]] = {}
+    for node, label, start, end, job in results.node_intervals():
+        change(node, label, float(start))
+        last_job[node] = (job, float(end)) if label == "computing" else (-1, 0.0)
+    # A job that ends as the run ends leaves no idle interval after it, but
+    # its nodes are idle again (a run of one job that takes no time, say).
+    for node, (job, end) in last_job.items():
+        if job >= 0 and finish[job] == end:
+            change(node, "idle", end)
+    # A run that ends at time 0 gives untouched nodes no interval at all.
+    initial = results.config.get("initial_state") or "idle"
+    for node in range(results.time_in_state_s.shape[0]):
+        if node not in previous:
+            change(node, initial, 0.0)
+    # A transition begun as the run ends has no length, so no interval: the
+    # nodes' states at the end settle it.
+    if results.node_state is not None:
+        for node, state in enumerate(results.node_state.tolist()):
+            change(node, STATE_LABELS[state], float(results.end_s))
+    return [
+        (time_s, np.array(sorted(nodes)), state)
+        for (time_s, _, state), nodes in sorted(changes.items())
+    ]
+
+
+def write_pstate_changes_csv(results: Results, path: str | Path) -> None:
+    """Write Batsim's ``pstate_changes.csv``: ``time,machine_id,new_pstate`` (interval sets)."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(("time", "machine_id", "new_pstate"))
+        for time_s, nodes, state in pstate_changes(results):
+            writer.writerow((_num(time_s), interval_set(nodes), state))
+
+
+def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
+    """Rows of ``consumed_energy.csv``: ``(time_s, joules so far, event type, watts after)``.
+
+    One row per job start (``s``), job end (``e``) and group of state changes
+    (``p``), in time order (at one instant: ends, changes, starts), and a
+    last row ``f`` at the end of the run when no event happened then. The
+    joules are the platform's energy integrated exactly from time 0; the
+    watts are the platform's power from that instant on.
+    """
+    power = results.power_w
+    changes = pstate_changes(results)
+    t = results.jobs
+    done = ~np.isnan(t["finish_s"])
+    started = ~np.isnan(t["start_s"])
+    events = [(float(x), 0, "e", None) for x in t["finish_s"][done].tolist()]
+    events += [(time_s, 1, "p", (nodes, state)) for time_s, nodes, state in changes]
+    events += [(float(x), 2, "s", None) for x in t["start_s"][started].tolist()]
+    events.sort(key=lambda e: (e[0], e[1]))
+    state = np.zeros(len(power), dtype=np.intp)
+    watts = 0.0
+    joules = 0.0
+    clock = 0.0
+    rows = []
+    for time_s, _, kind, change in events:
+        joules += watts * (time_s - clock)
+        clock = time_s
+        if change is not None:
+            nodes, new = change
+            state[nodes] = new
+            watts = float(power[np.arange(len(power)), state].sum())
+        rows.append((time_s, joules, kind, watts))
+    if not rows or rows[-1][0] < results.end_s:
+        # The run ended later than its last event (a rejected job, say): one
+        # more row, type "f", so that the curve ends at the run's total.
+        joules += watts * (results.end_s - clock)
+        rows.append((float(results.end_s), joules, "f", watts))
+    return rows
+
+
+def write_consumed_energy_csv(results: Results, path: str | Path) -> None:
+    """Write Batsim's ``consumed_energy.csv``: ``time,energy,event_type,wattmin,epower``.
+
+    ``epower`` is the mean power since the previous row (``NA`` when no time
+    passed), as Batsim writes it; ``wattmin`` the platform's power after the row.
+    """
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(("time", "energy", "event_type", "wattmin", "epower"))
+        last_time = last_joules = None
+        for time_s, joules, kind, watts in energy_events(results):
+            if last_time is None or time_s == last_time:
+                epower = "NA"
+            else:
+                epower = _num((joules - last_joules) / (time_s - last_time))
+            writer.writerow((_num(time_s), _num(joules), kind, _num(watts), epower))
+            last_time, last_joules = time_s, joules
+
+
+def schedule(results: Results) -> dict[str, Any]:
+    """Batsim's schedule metrics (the keys of its ``schedule.csv``), from the results.
+
+    Means are over the jobs that finished (Batsim divides by every job);
+    the slowdown is turnaround over execution time, unbounded, over jobs
+    that ran for some time; ``consumed_joules`` is the energy from the first
+    submission to the end of the run.
+    """
+    s = results.summary
+    t = results.job_table()
+    finished = t["state"] == "completed"
+    killed = t["killed"] & finished
+    wait = t["wait_s"][finished]
+    turnaround = t["turnaround_s"][finished]
+    run = (t["finish_s"] - t["start_s"])[finished]
+    ran = run > 0
+    slowdown = turnaround[ran] / run[ran]
+    n_jobs = len(t["job_id"])
+
+    def mean(v) -> float:
+        return float(np.mean(v)) if len(v) else math.nan
+
+    def largest(v) -> float:
+        return float(np.max(v)) if len(v) else math.nan
+
+    seconds = results.time_in_state_s.sum(axis=0)
+    first_submit = float(t["submit_s"].min()) if n_jobs else 0.0
+    before = 0.0
+    for time_s, joules, _, _ in energy_events(results):
+        if time_s > first_submit:
+            break
+        before = joules
+    return {
+        "nb_jobs": n_jobs,
+        "nb_jobs_finished": int(finished.sum()),
+        "nb_jobs_success": int((finished & ~killed).sum()),
+        "nb_jobs_killed": int(killed.sum()),
+        "nb_jobs_rejected": int(s["jobs_rejected"]),
+        "success_rate": float((finished & ~killed).sum()) / n_jobs if n_jobs else math.nan,
+        "makespan": largest(t["finish_s"][finished]),
+        "mean_waiting_time": mean(wait),
+        "mean_turnaround_time": mean(turnaround),
+        "mean_slowdown": mean(slowdown),
+        "max_waiting_time": largest(wait),
+        "max_turnaround_time": largest(turnaround),
+        "max_slowdown": largest(slowdown),
+        "nb_computing_machines": int(results.time_in_state_s.shape[0]),
+        "consumed_joules": float(s["total_energy_j"]) - before,
+        "nb_machine_switches": int(s["switch_ons"] + s["switch_offs"]),
+        **{f"time_{label}": float(seconds[k]) for k, label in enumerate(STATE_LABELS)},
+        "time_unavailable": 0.0,
+        "hpcpower_version": s.get("version"),
+    }
+
+
+def write_schedule_json(results: Results, path: str | Path) -> None:
+    """Write ``schedule.json``: Batsim's schedule metrics (see :func:`schedule`)."""
+    text = json.dumps(_clean(schedule(results)), indent=2, allow_nan=False)
+    Path(path).write_text(text + "\n")
 
 
 def write_summary_json(results: Results, path: str | Path) -> None:
@@ -195,13 +386,20 @@ def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> 
     out = check_out(out_dir, force=force)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
-        names = ["summary.json", "jobs.csv", "machine_states.csv"]
-        write_summary_json(results, staging / names[0])
-        write_jobs_csv(results, staging / names[1])
-        write_machine_states_csv(results, staging / names[2])
+        writers = {
+            "summary.json": write_summary_json,
+            "jobs.csv": write_jobs_csv,
+            "machine_states.csv": write_machine_states_csv,
+            "pstate_changes.csv": write_pstate_changes_csv,
+            "consumed_energy.csv": write_consumed_energy_csv,
+            "schedule.json": write_schedule_json,
+        }
+        for name, write in writers.items():
+            write(results, staging / name)
+        names = list(writers)
         if results.decisions:
             names.append("decisions.csv")
-            write_decisions_csv(results, staging / names[3])
+            write_decisions_csv(results, staging / names[-1])
         _swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -43,6 +43,7 @@ class Results:
         decisions: The controller's decision log (one dict per logged pass).
         summary: The summary of SPEC §3 (what ``summary.json`` holds).
         config: The full configuration of the run.
+        power_w: Watts per (node, state), the platform's power model.
     """
 
     jobs: dict[str, np.ndarray]
@@ -57,6 +58,10 @@ class Results:
     config: dict[str, Any]
     end_s: float
     summary: dict[str, Any] = field(default_factory=dict)
+    #: Watts per (node, state): the platform's power model.
+    power_w: np.ndarray | None = None
+    #: Each node's state at the end (a :class:`~hpcpower.states.NodeState` value).
+    node_state: np.ndarray | None = None
 
     @classmethod
     def from_record(cls, record: RunRecord) -> Results:
@@ -98,6 +103,8 @@ class Results:
             decisions=record.decisions,
             config=record.config,
             end_s=record.end_s,
+            power_w=record.power_w,
+            node_state=record.node_state,
         )
         results.summary = results._summarise(record)
         return results

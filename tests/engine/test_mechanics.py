@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Scripted, job, tiny_platform
 
 from hpcpower import Simulation, make_policy
 from hpcpower.errors import IllegalTransition, InputError, PolicyError
-from tests.conftest import Scripted, job, tiny_platform
 
 
 def test_switch_cycle_and_job_energy_by_hand():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import job, tiny_platform
 
 from hpcpower import Simulation, load_platform, make_policy
 from hpcpower.workload.generate import markovian
 from hpcpower.workload.job import Job
-from tests.conftest import job, tiny_platform
 
 
 def run(platform, jobs, policy, **params):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import oracle
 import pytest
+from conftest import DATA, job, tiny_platform
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +13,6 @@ from hpcpower import Simulation, make_policy
 from hpcpower.planning import _numba
 from hpcpower.planning.release import ReleaseMap
 from hpcpower.planning.timelines import Timelines
-from tests.conftest import DATA, job, tiny_platform
-from tests.planning import oracle
 
 
 def _timelines_on(n_nodes: int, segments: list[tuple[int, float, float]]):

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import DATA, job, tiny_platform
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,6 @@ from hpcpower.planning import _numba, compiled, easy, gang, release, select
 from hpcpower.planning.common import IDLE, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
-from tests.conftest import DATA, job, tiny_platform
 
 
 @pytest.fixture(scope="module")

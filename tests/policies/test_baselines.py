@@ -8,9 +8,9 @@ fixed durations.
 from __future__ import annotations
 
 import pytest
+from conftest import job, tiny_platform
 
 from hpcpower import Simulation, make_policy
-from tests.conftest import job, tiny_platform
 
 
 def run(n_nodes, jobs, policy, **kw):

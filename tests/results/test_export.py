@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import Scripted, job, tiny_platform
 
 from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS
@@ -22,7 +23,6 @@ from hpcpower.results.export import (
     write_machine_states_csv,
     write_summary_json,
 )
-from tests.conftest import Scripted, job, tiny_platform
 
 
 # ------------------------------------------------------------- interval sets
@@ -114,6 +114,7 @@ def test_jobs_csv_columns_and_rows_by_hand(tmp_path):
         "stretch": "1",
         "allocated_resources": "0-1",
         "consumed_energy": "120000",  # 2 nodes x 200 W x 300 s
+        "metadata": "",
     }
     zero = got["2"]
     assert zero["final_state"] == "COMPLETED_SUCCESSFULLY" and zero["success"] == "1"
@@ -292,7 +293,14 @@ class Noted(Scripted):
 
 def test_write_all_writes_every_file_and_decisions_only_when_logged(tmp_path):
     paths = write_all(tiny_run(), tmp_path / "plain")
-    assert [p.name for p in paths] == ["summary.json", "jobs.csv", "machine_states.csv"]
+    assert [p.name for p in paths] == [
+        "summary.json",
+        "jobs.csv",
+        "machine_states.csv",
+        "pstate_changes.csv",
+        "consumed_energy.csv",
+        "schedule.json",
+    ]
     assert all(p.is_file() for p in paths)
     assert not (tmp_path / "plain" / "decisions.csv").exists()
 

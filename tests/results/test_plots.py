@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from conftest import DATA, job, tiny_platform  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
@@ -31,7 +32,6 @@ from hpcpower import Simulation, make_policy  # noqa: E402
 from hpcpower.cli import build_parser, main  # noqa: E402
 from hpcpower.platform import Duration, NodeType, Platform  # noqa: E402
 from hpcpower.results import plots  # noqa: E402
-from tests.conftest import DATA, job, tiny_platform  # noqa: E402
 
 QUICKSTART = DATA.parent / "quickstart.toml"
 

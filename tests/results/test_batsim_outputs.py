@@ -1,0 +1,112 @@
+"""Batsim's energy outputs: evalys reads them, and they agree with the summary to the joule."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from test_properties import PROPS, cases
+
+from hpcpower import Simulation
+from hpcpower.results.export import PSTATE_IDS, write_all
+from hpcpower.states import STATE_LABELS
+
+
+def read_rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def expand(interval_set: str) -> list[int]:
+    nodes = []
+    for part in interval_set.split():
+        lo, _, hi = part.partition("-")
+        nodes.extend(range(int(lo), int(hi or lo) + 1))
+    return nodes
+
+
+def check_outputs(results, folder) -> None:
+    """The three Batsim energy files against the summary and machine_states.csv."""
+    summary = json.loads((folder / "summary.json").read_text())
+    total = summary["total_energy_j"]
+    # consumed_energy.csv ends at the run's total energy.
+    energy = read_rows(folder / "consumed_energy.csv")
+    assert float(energy[-1]["energy"]) == pytest.approx(total, rel=1e-12, abs=1e-6)
+    assert float(energy[-1]["time"]) == pytest.approx(summary["simulated_span_s"])
+    joules = [float(row["energy"]) for row in energy]
+    assert all(a <= b + 1e-6 for a, b in zip(joules, joules[1:], strict=False))
+    # pstate_changes.csv replayed gives machine_states.csv at every instant it lists.
+    n = results.time_in_state_s.shape[0]
+    state = np.full(n, -1)
+    replayed = {}
+    for row in read_rows(folder / "pstate_changes.csv"):
+        state[expand(row["machine_id"])] = int(row["new_pstate"])
+        replayed[float(row["time"])] = np.bincount(state[state >= 0], minlength=5)
+    assert (state >= 0).all()
+    order = [PSTATE_IDS[label] for label in STATE_LABELS]
+    for row in read_rows(folder / "machine_states.csv"):
+        t = float(row["time"])
+        if t in replayed:
+            counts = replayed[t][order]
+            assert counts.tolist() == [int(row[f"nb_{label}"]) for label in STATE_LABELS], t
+    # schedule.json says what summary.json says.
+    schedule = json.loads((folder / "schedule.json").read_text())
+    assert schedule["nb_jobs"] == summary["jobs_submitted"]
+    assert schedule["nb_jobs_finished"] == summary["jobs_completed"]
+    assert schedule["nb_jobs_killed"] == summary["jobs_killed"]
+    assert schedule["nb_jobs_rejected"] == summary["jobs_rejected"]
+    assert schedule["nb_machine_switches"] == summary["switch_ons"] + summary["switch_offs"]
+    if summary["jobs_completed"]:
+        assert schedule["mean_waiting_time"] == pytest.approx(summary["mean_wait_s"])
+        assert schedule["max_waiting_time"] == summary["max_wait_s"]
+    seconds = results.time_in_state_s.sum(axis=0)
+    for k, label in enumerate(STATE_LABELS):
+        assert schedule[f"time_{label}"] == pytest.approx(seconds[k])
+    first_submit = float(results.jobs["submit_s"].min())
+    if first_submit == 0.0:
+        assert schedule["consumed_joules"] == pytest.approx(total, rel=1e-12)
+
+
+@PROPS
+@given(case=cases())
+def test_energy_outputs_agree_with_the_summary(case, tmp_path_factory):
+    results = case.run()
+    folder = tmp_path_factory.mktemp("run") / "out"
+    write_all(results, folder)
+    check_outputs(results, folder)
+
+
+def test_evalys_reads_and_plots_every_output(tmp_path):
+    evalys = pytest.importorskip("evalys")  # noqa: F841 - the test extra installs it
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from evalys.jobset import JobSet
+    from evalys.mstates import MachineStatesChanges
+    from evalys.pstates import PowerStatesChanges
+    from evalys.visu import legacy
+
+    results = Simulation.from_scenario("scenarios/quickstart.toml").run()
+    folder = tmp_path / "quickstart"
+    write_all(results, folder)
+    check_outputs(results, folder)
+
+    jobs = JobSet.from_csv(str(folder / "jobs.csv"))
+    machines = MachineStatesChanges(str(folder / "machine_states.csv"))
+    pstates = PowerStatesChanges(str(folder / "pstate_changes.csv"))
+    assert len(jobs.df) == 300
+    assert machines.df["nb_computing"].max() <= 64
+    fig, axes = plt.subplots(3, 1)
+    legacy.plot_gantt_pstates(jobs, pstates, axes[0], title="power states")
+    legacy.plot_mstates(machines.df, ax=axes[1])
+    energy = pd.read_csv(folder / "consumed_energy.csv")
+    axes[2].plot(energy["time"], energy["energy"])
+    fig.savefig(tmp_path / "evalys.png")
+    plt.close(fig)
+    assert (tmp_path / "evalys.png").stat().st_size > 10_000
+    assert energy["energy"].iloc[-1] == pytest.approx(results.summary["total_energy_j"], rel=1e-12)
