@@ -3,7 +3,7 @@
 At every pass a planner needs, for each node, the earliest time it could be
 idle for a new job (its *release time*) and the non-compute energy it would
 spend before that. :class:`ReleaseMap` holds both for all nodes, following
-the authors' simulator (SPEC §2b):
+the authors' simulator (RakaSP/SPARS-ICON; see ``docs/background/baselines.md``):
 
 ========================  ==============================================  ==========================
 node                      release time                                    pre-start energy (J)

@@ -1,4 +1,4 @@
-"""Plots of a run (SPEC §3): Gantt, node states, power, queue length, Pareto front.
+"""Plots of a run: Gantt, node states, power, queue length, Pareto front.
 
 Every plot is computed from the records in :class:`~hpcpower.results.records.Results`
 (never from sampled values) and drawn with matplotlib's object-oriented API:

@@ -41,7 +41,7 @@ class Results:
         energy_by_state_j: Joules per state, summed over nodes.
         node_energy_j: Joules per (node, state).
         decisions: The controller's decision log (one dict per logged pass).
-        summary: The summary of SPEC §3 (what ``summary.json`` holds).
+        summary: The summary (what ``summary.json`` holds; ``docs/reference/results.md``).
         config: The full configuration of the run.
         power_w: Watts per (node, state), the platform's power model.
     """

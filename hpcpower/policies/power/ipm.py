@@ -12,7 +12,7 @@
   time, as the authors' simulator does.
 
 Semantics follow the authors' ``base_psas.timeout_policy`` and
-``_emit_wake_triggers_from_plan`` (SPEC §2b).
+``_emit_wake_triggers_from_plan`` (see ``docs/background/baselines.md``).
 """
 
 from __future__ import annotations
