@@ -152,6 +152,8 @@ def load_platform(name_or_path: str | Path) -> Platform:
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
@@ -213,6 +215,8 @@ def parse_spars_platform(data: dict, *, name: str, where: str) -> Platform:
     SPARS calls the powered-on state ``active``; it draws the DVFS profile's
     ``power_idle`` when no job runs and ``power_compute`` when one does.
     """
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: a platform file holds a JSON object, not {type(data).__name__}")
     machines = _field(data, "machines", where)
     if not isinstance(machines, list) or not machines:
         raise InputError(f"{where}: 'machines' must be a non-empty list")

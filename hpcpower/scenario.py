@@ -109,7 +109,9 @@ def resolve(
 ) -> dict[str, Any]:
     """Merge defaults, a scenario file and ``{"section.key": value}`` overrides.
 
-    Relative workload paths are resolved against the scenario file's folder.
+    Relative file paths (``workload.path``, a ``platform.name`` ending in
+    ``.json``) are resolved against the scenario file's folder when the file
+    gives them, and against the current folder when an override does.
     """
     config = copy.deepcopy(DEFAULTS)
     base = Path.cwd()
@@ -121,6 +123,8 @@ def resolve(
             raise InputError(f"no such scenario file: {path}")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path}: not valid TOML ({exc})") from None
         except UnicodeDecodeError as exc:
@@ -134,15 +138,12 @@ def resolve(
             for key, value in values.items():
                 _set(config, f"{section}.{key}", value, where=str(path))
         config["simulation"]["name"] = config["simulation"]["name"] or path.stem
+        _anchor(config, base)
     for key, value in (overrides or {}).items():
         _set(config, key, value, where="--set")
+    # (The file's paths are absolute by now: only overrides are still relative.)
+    _anchor(config, Path.cwd())
     wl = config["workload"]
-    if wl["path"] and not Path(wl["path"]).is_absolute():
-        wl["path"] = str((base / wl["path"]).resolve())
-    # A platform given as a file is found beside the scenario, like the workload.
-    name = str(config["platform"]["name"])
-    if name.endswith(".json") and not Path(name).is_absolute():
-        config["platform"]["name"] = str((base / name).resolve())
     if not wl["path"] and not wl["generator"]:
         raise InputError("workload: give workload.path or workload.generator")
     return config
@@ -166,6 +167,16 @@ def _set(config: dict[str, Any], dotted: str, value: Any, *, where: str) -> None
         )
 
 
+def _anchor(config: dict[str, Any], base: Path) -> None:
+    """Make the relative file paths of ``config`` absolute, from ``base``."""
+    wl = config["workload"]
+    if wl["path"] and not Path(wl["path"]).is_absolute():
+        wl["path"] = str((base / wl["path"]).resolve())
+    name = str(config["platform"]["name"])
+    if name.lower().endswith(".json") and not Path(name).is_absolute():
+        config["platform"]["name"] = str((base / name).resolve())
+
+
 def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """The arguments of the :class:`~hpcpower.simulation.Simulation` a configuration describes.
 
@@ -183,6 +194,13 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     if wl["path"]:
         options: dict[str, Any] = {"procs_per_node": wl["procs_per_node"]}
         segment = None
+        if wl["first"] < 0:
+            raise InputError(f"setting workload.first: expected 0 (all) or more, got {wl['first']}")
+        if wl["first"] and wl["jobs"]:
+            raise InputError(
+                "settings workload.first and workload.jobs: give one of them "
+                "(first N jobs, or jobs i..j)"
+            )
         if wl["jobs"]:
             lo, _, hi = str(wl["jobs"]).partition("..")
             try:

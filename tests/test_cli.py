@@ -530,3 +530,44 @@ def test_python_dash_m_hpcpower_is_the_command():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("hpcpower ")
+
+
+@pytest.mark.parametrize(
+    "sets,needles",
+    [
+        (["workload.first=-3"], ["workload.first", "expected 0 (all) or more", "-3"]),
+        (["workload.first=2", "workload.jobs=1..5"], ["workload.first and workload.jobs"]),
+    ],
+)
+def test_bad_workload_selection_is_one_line(tiny_scenario, tmp_path, capsys, sets, needles):
+    args = [arg for s in sets for arg in ("--set", s)]
+    code, out, err = cli(capsys, "run", tiny_scenario, *args, "--out", tmp_path / "o")
+    assert_clean_error(code, out, err, *needles)
+
+
+def test_a_relative_platform_on_the_command_line_is_from_the_current_folder(
+    tiny_scenario, tmp_path, capsys, monkeypatch
+):
+    import importlib.resources
+
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    preset = importlib.resources.files("hpcpower") / "platforms" / "aoba-64.json"
+    (here / "mine.json").write_text(preset.read_text())
+    monkeypatch.chdir(here)
+    code, _, err = cli(capsys, "run", tiny_scenario, "--platform", "mine.json", "--out", "o", "-q")
+    assert code == 0, err
+    assert read_summary(here / "o")["config"]["platform"] == "mine"
+
+
+@pytest.mark.parametrize(
+    "text,needles",
+    [("[1, 2]", ["a platform file holds a JSON object, not list"]), ("{", ["not valid JSON"])],
+)
+def test_a_malformed_platform_file_is_one_line(tiny_scenario, tmp_path, capsys, text, needles):
+    platform = tmp_path / "bad.json"
+    platform.write_text(text)
+    code, out, err = cli(
+        capsys, "run", tiny_scenario, "--platform", platform, "--out", tmp_path / "o"
+    )
+    assert_clean_error(code, out, err, "bad.json", *needles)
