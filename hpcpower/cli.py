@@ -58,6 +58,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         Path(args.out) if args.out else _default_out(config["simulation"]["name"], sim.policy.name)
     )
     check_out(out, force=args.force)
+    if not args.quiet and not args.json:
+        for line in _workload_warnings(sim):
+            print(f"hpcpower: warning: {line}", file=sys.stderr)
     progress = sys.stderr.isatty() and not args.quiet
     if not args.quiet and sim.kernels == "numba":
         from hpcpower.planning import compiled
@@ -78,8 +81,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(summary_json(results))
     elif not args.quiet:
         print(format_summary(results.summary, elapsed))
+        notes = results.summary["config"].get("workload_notes") or {}
+        for line in _workload_lines(notes):
+            print(line)
         print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def _workload_warnings(sim) -> list[str]:
+    """What to say before a run about its workload: a traced machine larger than the platform."""
+    traced = sim.workload.max_nodes
+    n_nodes = sim.platform.n_nodes
+    if traced is None or traced <= n_nodes:
+        return []
+    wider = sum(job.res > n_nodes for job in sim.workload.jobs)
+    return [
+        f"{sim.workload.source}: the traced machine has {traced} nodes, the platform "
+        f"{n_nodes}; {wider} of its {len(sim.workload.jobs)} jobs ask for more and "
+        "will be rejected"
+    ]
+
+
+def _workload_lines(notes: dict) -> list[str]:
+    """The reader's drops and notes, a line each, for after the summary table."""
+    lines = []
+    if notes.get("dropped_total"):
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(notes["dropped"].items()))
+        lines.append(f"workload: dropped {notes['dropped_total']} records ({reasons})")
+    lines.extend(f"workload: {note}" for note in notes.get("notes", []))
+    return lines
 
 
 def _trace_name(path: Path) -> str:

@@ -571,3 +571,20 @@ def test_a_malformed_platform_file_is_one_line(tiny_scenario, tmp_path, capsys, 
         capsys, "run", tiny_scenario, "--platform", platform, "--out", tmp_path / "o"
     )
     assert_clean_error(code, out, err, "bad.json", *needles)
+
+
+def test_the_run_says_what_the_reader_did_and_warns_of_a_larger_traced_machine(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    trace = DATA / "lublin_256.swf.gz"
+    code, out, err = cli(
+        capsys, "run", trace, "--platform", "aoba-64", "--set", "workload.first=200"
+    )
+    assert code == 0, err
+    assert err.startswith("hpcpower: warning: ")
+    assert "the traced machine has 256 nodes, the platform 64; 14 of its 200 jobs" in err
+    assert "workload: requested time -1 filled with the runtime for 200 jobs" in out
+    notes = read_summary(tmp_path / "runs" / "lublin_256" / "snf-ipm")["config"]["workload_notes"]
+    assert notes["traced_machine_nodes"] == 256 and notes["dropped_total"] == 0
+    assert "requested time -1 filled with the runtime for 200 jobs" in notes["notes"]

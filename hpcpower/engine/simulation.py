@@ -522,6 +522,7 @@ class Simulation:
             "platform": self.platform.name,
             "n_nodes": self.platform.n_nodes,
             "workload": self.workload.source,
+            "workload_notes": workload_notes(self.workload),
             "jobs": len(self.workload.jobs),
             "policy": self.policy.config(),
             "seed": self.seed,
@@ -618,3 +619,16 @@ def _policy_summary(policy: Policy, notes: list[dict[str, Any]], span_s: float) 
     """The policy's own summary entries (none from a policy without ``summarise``)."""
     summarise = getattr(policy, "summarise", None)
     return dict(summarise(notes, span_s)) if summarise is not None else {}
+
+
+def workload_notes(workload: Workload) -> dict[str, Any]:
+    """What the reader did to the trace, for the results: drops by reason, notes, machine size."""
+    dropped: dict[str, int] = {}
+    for record in workload.dropped:
+        dropped[record.reason] = dropped.get(record.reason, 0) + 1
+    return {
+        "dropped": dropped,
+        "dropped_total": len(workload.dropped),
+        "notes": list(workload.notes),
+        "traced_machine_nodes": workload.max_nodes,
+    }
