@@ -11,9 +11,17 @@ Rules, applied in this order (every one is reported in ``Workload.dropped`` or
 1. **Malformed input is an error.** A job line without exactly 18 fields, a
    field that is not a finite number, a negative value other than ``-1`` in
    submit time (field 2), runtime (field 4) or requested time (field 9), or a
-   non-integer job number or processor count raises
+   non-integer job number or processor count, or any value of 2**53 or more
+   (float64 cannot hold it exactly), raises
    :class:`~hpcpower.errors.InputError` naming ``file:line``. ``-1`` is the
    SWF "missing" marker and is handled by the rules below.
+1b. **One job per job number.** A preempted or checkpointed job appears as
+   several records with its number and status 2, 3 or 4 (partial
+   executions). If it also has a summary record (``Preemption: Double``),
+   that one is kept and the partial ones dropped; otherwise
+   (``Preemption: Yes``) the partial records become one job, the first
+   record with their total runtime. Any other repeated job number is an
+   error naming both lines.
 2. **Cancelled jobs are dropped.** Runtime (field 4) ``-1`` means the job never
    ran; the record is dropped with reason ``"cancelled: runtime -1"``, as the
    paper did when it built its 3000-job slices. The status field (11) is not
@@ -98,6 +106,10 @@ SWF_FIELDS: tuple[str, ...] = (
 _N = 18
 _JOB, _SUBMIT, _RUN, _ALLOC, _REQPROCS, _REQTIME, _STATUS, _USER = 0, 1, 3, 4, 7, 8, 10, 11
 
+#: Beyond this, float64 (which every field is read as) skips integers.
+_EXACT = 2.0**53
+#: Status values of a partial execution (a job that was preempted or checkpointed).
+_PARTIAL = (2, 3, 4)
 REASON_CANCELLED = "cancelled: runtime -1"
 REASON_NO_PROCS = "no processor count: allocated and requested processors <= 0"
 REASON_NO_SUBMIT = "missing submit time: -1"
@@ -187,6 +199,9 @@ def parse_swf(
     n_rec = arr.shape[0]
     _check_values(arr, lineno, where)
 
+    reason = np.full(n_rec, "", dtype=object)
+    partial_notes = _partial_executions(arr, lineno, reason, where)
+
     submit = arr[:, _SUBMIT]
     run = arr[:, _RUN]
     alloc = arr[:, _ALLOC]
@@ -195,10 +210,9 @@ def parse_swf(
     procs = np.where(alloc > 0, alloc, reqprocs)
 
     # Drop reasons, first matching rule wins (an empty string means kept).
-    reason = np.full(n_rec, "", dtype=object)
-    cancelled = run == -1
-    no_procs = ~cancelled & (procs <= 0)
-    no_submit = ~cancelled & ~no_procs & (submit == -1)
+    cancelled = (reason == "") & (run == -1)
+    no_procs = (reason == "") & ~cancelled & (procs <= 0)
+    no_submit = (reason == "") & ~cancelled & ~no_procs & (submit == -1)
     reason[cancelled] = REASON_CANCELLED
     reason[no_procs] = REASON_NO_PROCS
     reason[no_submit] = REASON_NO_SUBMIT
@@ -208,7 +222,7 @@ def parse_swf(
     kept_mask = reason == ""
     kept = np.flatnonzero(kept_mask)
     dropped_rows = np.flatnonzero(~kept_mask)
-    notes: list[str] = []
+    notes: list[str] = partial_notes
 
     # Segment over kept jobs, in file order.
     n_kept = kept.size
@@ -435,8 +449,64 @@ def _raise_first_bad_line(lines: list[str], idx: list[int], where: str) -> None:
     raise InputError(f"{where}: could not read the job lines as numbers")  # pragma: no cover
 
 
+def _partial_executions(
+    arr: np.ndarray, lineno: np.ndarray, reason: np.ndarray, where: str
+) -> list[str]:
+    """One job per job number: partial-execution records merged, duplicates refused.
+
+    A job preempted or checkpointed appears as several records with its job
+    number and status 2, 3 or 4 (``Preemption: Yes``), with also a summary
+    record of another status (``Preemption: Double``). The summary record is
+    kept and the partial ones dropped; without one, the partial records are
+    merged into the first: its runtime becomes their total. Any other
+    repeated job number is an error naming both lines. Changes ``arr`` (the
+    merged runtimes) and ``reason`` (the dropped records) in place; returns notes.
+    """
+    numbers, inverse, counts = np.unique(arr[:, _JOB], return_inverse=True, return_counts=True)
+    repeated = np.flatnonzero(counts > 1)
+    if not repeated.size:
+        return []
+    partial = np.isin(arr[:, _STATUS], _PARTIAL)
+    n_summary = n_merged = 0
+    for group in repeated.tolist():
+        rows = np.flatnonzero(inverse == group)
+        whole = rows[~partial[rows]]
+        if whole.size > 1:
+            raise InputError(
+                f"{where}:{lineno[whole[0]]} and line {lineno[whole[1]]}: job number "
+                f"{_num_name(numbers[group])} appears twice (not as partial executions)"
+            )
+        if whole.size == 1:
+            keep = int(whole[0])
+            why = f"partial execution: the job's summary record (line {lineno[keep]}) is kept"
+            n_summary += 1
+        else:
+            keep = int(rows[0])
+            runs = arr[rows, _RUN]
+            arr[keep, _RUN] = runs[runs > 0].sum() if (runs > 0).any() else runs[0]
+            why = f"partial execution: merged into line {lineno[keep]}"
+            n_merged += 1
+        reason[rows[rows != keep]] = why
+    notes = []
+    if n_summary:
+        notes.append(f"{n_summary} jobs given with partial executions: their summary records kept")
+    if n_merged:
+        notes.append(
+            f"{n_merged} jobs given as partial executions only: each merged into one job "
+            "(runtime: their total)"
+        )
+    return notes
+
+
 def _check_values(arr: np.ndarray, lineno: np.ndarray, where: str) -> None:
     """Raise for values SWF does not allow (other than the -1 'missing' marker)."""
+    too_big = np.abs(arr) >= _EXACT
+    if too_big.any():
+        r, col = (int(x) for x in np.argwhere(too_big)[0])
+        raise InputError(
+            f"{where}:{lineno[r]}: field {col + 1} ({SWF_FIELDS[col]}) is {arr[r, col]:g}, "
+            "2**53 or beyond: a number this large cannot be held exactly"
+        )
     checks = (
         (_SUBMIT, "must be >= 0 or -1 (missing)", lambda c: (c < 0) & (c != -1)),
         (_RUN, "must be >= 0 or -1 (missing)", lambda c: (c < 0) & (c != -1)),

@@ -296,3 +296,53 @@ def test_missing_submit_time_dropped_and_oversized_jobs_noted(tmp_path):
     w = read_swf(write(tmp_path, text))
     assert [(d.where, d.reason) for d in w.dropped] == [("t.swf:6", "missing submit time: -1")]
     assert any("1 jobs request more than max_nodes = 64" in n for n in w.notes)
+
+
+def test_partial_executions_with_a_summary_record_are_one_job(tmp_path):
+    """Preemption: Double: a summary record (status 1) and its partial records (2, 3)."""
+    text = (
+        HEADER.replace(";\n", ";     Preemption: Double\n", 1)
+        + rec(1, 100, 50, 4)  # line 5
+        + rec(2, 110, 300, 2, status=1)  # line 6: the summary record
+        + rec(2, 110, 100, 2, status=2)  # line 7: first partial execution
+        + rec(2, 400, 200, 2, status=3)  # line 8: last partial execution
+        + rec(3, 120, 10, 1)  # line 9
+    )
+    w = read_swf(write(tmp_path, text))
+    assert [j.name for j in w.jobs] == ["1", "2", "3"]
+    assert [j.runtime_s for j in w.jobs] == [50.0, 300.0, 10.0]
+    assert [(d.where, d.name) for d in w.dropped] == [("t.swf:7", "2"), ("t.swf:8", "2")]
+    assert all("summary record (line 6) is kept" in d.reason for d in w.dropped)
+    assert "1 jobs given with partial executions: their summary records kept" in w.notes
+
+
+def test_partial_executions_alone_are_merged_into_one_job(tmp_path):
+    """Preemption: Yes: only partial records; the job runs their total time."""
+    text = (
+        HEADER
+        + rec(5, 100, 60, 2, status=2)  # line 5
+        + rec(5, 300, 30, 2, status=2)  # line 6
+        + rec(5, 500, 10, 2, status=3)  # line 7
+        + rec(6, 150, 20, 1)  # line 8
+    )
+    w = read_swf(write(tmp_path, text))
+    assert [(j.name, j.submit_s, j.runtime_s) for j in w.jobs] == [
+        ("5", 0.0, 100.0),
+        ("6", 50.0, 20.0),
+    ]
+    assert [d.where for d in w.dropped] == ["t.swf:6", "t.swf:7"]
+    assert all(d.reason == "partial execution: merged into line 5" for d in w.dropped)
+
+
+def test_a_repeated_job_number_names_both_lines(tmp_path):
+    text = HEADER + rec(1, 100, 50, 4) + rec(2, 110, 5, 1) + rec(1, 120, 5, 1)
+    with pytest.raises(InputError, match=r"t.swf:5 and line 7: job number 1 appears twice"):
+        read_swf(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("field,value", [(0, "1e30"), (1, "9007199254740993"), (3, "1e20")])
+def test_a_number_beyond_2_53_is_an_error_naming_the_field(tmp_path, field, value):
+    fields = rec(1, 100, 50, 4).split()
+    fields[field] = value
+    with pytest.raises(InputError, match=rf"t.swf:5: field {field + 1} .* 2\*\*53 or beyond"):
+        read_swf(write(tmp_path, HEADER + " ".join(fields) + "\n"))
