@@ -631,4 +631,5 @@ def workload_notes(workload: Workload) -> dict[str, Any]:
         "dropped_total": len(workload.dropped),
         "notes": list(workload.notes),
         "traced_machine_nodes": workload.max_nodes,
+        "time_origin": dict(workload.time_origin),
     }

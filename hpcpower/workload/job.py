@@ -59,6 +59,11 @@ class Workload:
             mapped to nodes, JSON ``nb_res``), or ``None`` if not declared.
         dropped: Records the reader skipped, each with its reason.
         notes: Other adjustments the reader made (time shift, filled fields).
+        time_origin: How simulated time maps to wall-clock time, when the
+            source says: ``unix_start_time`` (the trace's time 0, seconds
+            since 1970), ``time_zone`` and ``shift_s`` (subtracted from the
+            trace's times), so that a job's absolute submit time is
+            ``unix_start_time + shift_s + submit_s``; empty when unknown.
     """
 
     jobs: list[Job]
@@ -66,6 +71,7 @@ class Workload:
     max_nodes: int | None = None
     dropped: list[Dropped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    time_origin: dict[str, object] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.jobs)

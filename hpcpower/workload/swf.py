@@ -192,7 +192,8 @@ def parse_swf(
     lines = text.splitlines()
     heads = [ln.lstrip()[:1] for ln in lines]
     data_idx = [i for i, c in enumerate(heads) if c and c != ";"]
-    header = _parse_header(lines, [i for i, c in enumerate(heads) if c == ";"], where)
+    header_idx = [i for i, c in enumerate(heads) if c == ";"]
+    header = _parse_header(lines, header_idx, where)
 
     arr = _parse_numbers(lines, data_idx, where)
     lineno = np.asarray(data_idx, dtype=np.int64) + 1
@@ -348,7 +349,12 @@ def parse_swf(
         notes.append(f"{n_over} jobs run longer than their requested time")
 
     workload = Workload(
-        jobs=jobs_out, source=where, max_nodes=max_nodes, dropped=dropped, notes=notes
+        jobs=jobs_out,
+        source=where,
+        max_nodes=max_nodes,
+        dropped=dropped,
+        notes=notes,
+        time_origin=_time_origin(lines, header_idx, shift),
     )
     meta = {
         "max_nodes_header": max_nodes_h,
@@ -410,6 +416,23 @@ def _parse_header(lines: list[str], idx: list[int], where: str) -> dict[str, int
         if n > 0:  # -1 or 0 means "not given"
             out[key] = n
     return out
+
+
+def _time_origin(lines: list[str], idx: list[int], shift_s: float) -> dict[str, object]:
+    """``UnixStartTime`` and ``TimeZoneString`` from the header, with the shift applied."""
+    found: dict[str, str] = {}
+    for i in idx:
+        m = _HEADER_RE.match(lines[i])
+        if m and m.group(1) in ("UnixStartTime", "TimeZoneString") and m.group(1) not in found:
+            found[m.group(1)] = m.group(2)
+    start = _LEADING_INT_RE.match(found.get("UnixStartTime", ""))
+    if start is None and "TimeZoneString" not in found:
+        return {}
+    return {
+        "unix_start_time": int(start.group()) if start else None,
+        "time_zone": found.get("TimeZoneString"),
+        "shift_s": shift_s,
+    }
 
 
 def _parse_numbers(lines: list[str], idx: list[int], where: str) -> np.ndarray:

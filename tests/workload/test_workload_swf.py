@@ -346,3 +346,22 @@ def test_a_number_beyond_2_53_is_an_error_naming_the_field(tmp_path, field, valu
     fields[field] = value
     with pytest.raises(InputError, match=rf"t.swf:5: field {field + 1} .* 2\*\*53 or beyond"):
         read_swf(write(tmp_path, HEADER + " ".join(fields) + "\n"))
+
+
+def test_the_header_clock_is_kept_so_absolute_time_can_be_recovered(tmp_path):
+    text = (
+        "; UnixStartTime: 1041377305\n; TimeZoneString: Europe/Amsterdam\n"
+        + rec(1, 100, 50, 4)
+        + rec(2, 160, 5, 1)
+    )
+    w = read_swf(write(tmp_path, text))
+    assert w.time_origin == {
+        "unix_start_time": 1041377305,
+        "time_zone": "Europe/Amsterdam",
+        "shift_s": 100.0,
+    }
+    # The second job arrived 160 s after the trace's start.
+    assert w.time_origin["unix_start_time"] + w.time_origin["shift_s"] + w.jobs[1].submit_s == (
+        1041377305 + 160
+    )
+    assert read_swf(write(tmp_path, HEADER + rec(1, 100, 50, 4), "plain.swf")).time_origin == {}
