@@ -163,7 +163,7 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
         )
     if filled_wall:
         notes.append(f"walltime missing or -1: filled with the runtime for {filled_wall} jobs")
-    return _build(where, ppn, nb_res, names, cols, users, notes)
+    return _build(where, ppn, nb_res, names, cols, users, notes, batsim=True)
 
 
 def _top(obj: Any, where: str) -> tuple[int, list[Any]]:
@@ -190,6 +190,7 @@ def _build(
     cols: dict[str, list[Any]],
     users: list[int],
     notes: list[str],
+    batsim: bool = False,
 ) -> Workload:
     n = len(names)
     order = sorted(range(n), key=cols["subtime"].__getitem__)  # stable: ties keep file order
@@ -214,6 +215,11 @@ def _build(
     over = sum(1 for rt, rq in zip(cols["runtime"], cols["reqtime"], strict=True) if rt > rq)
     if over:
         notes.append(f"{over} jobs run longer than their requested time")
+        if batsim:
+            notes.append(
+                "Batsim itself kills a job at its walltime: set simulation.kill_at_walltime "
+                "= true to do the same (hpcpower lets jobs run their whole runtime by default)"
+            )
     jobs = make_jobs(
         [names[k] for k in order],
         [float(cols["subtime"][k]) for k in order],
@@ -271,12 +277,16 @@ class _Fields:
             raise InputError(f"{self._at(key)}: must be an integer, got {v!r}")
         if v < minimum:
             raise InputError(f"{self._at(key)}: must be >= {minimum}, got {v!r}")
+        if abs(v) >= _EXACT:
+            raise InputError(f"{self._at(key)}: {v!r} is 2**53 or beyond, too large to hold")
         return int(v)
 
     def user_id(self) -> int:
         v = self.job.get("user_id", -1)
         if isinstance(v, bool) or not isinstance(v, int):
             raise InputError(f"{self._at('user_id')}: must be an integer, got {v!r}")
+        if abs(v) >= _EXACT:
+            raise InputError(f"{self._at('user_id')}: {v!r} is 2**53 or beyond, too large to hold")
         return v
 
 
@@ -287,7 +297,13 @@ def _check_number(v: Any, at: str) -> float:
         raise InputError(f"{at}: must be finite, got {v!r}")
     if v < 0:
         raise InputError(f"{at}: must be >= 0, got {v!r}")
+    if v >= _EXACT:
+        raise InputError(f"{at}: {v!r} is 2**53 or beyond, which a float cannot hold exactly")
     return v
+
+
+#: Beyond this, float64 (which every time is held as) skips integers.
+_EXACT = 2**53
 
 
 def _check_unique(names: list[str], where: str, key: str) -> None:

@@ -261,3 +261,20 @@ def test_make_jobs_fast_path_equals_constructor():
     assert [repr(j) for j in fast] == [repr(j) for j in slow]
     with pytest.raises(AttributeError):  # still frozen
         fast[0].res = 9
+
+
+def test_batsim_jobs_past_their_walltime_bring_a_note_on_batsim_s_kill(tmp_path):
+    jobs = [{"id": 1, "subtime": 0, "res": 1, "walltime": 50, "profile": "d100"}]
+    w = read_batsim_json(dump(tmp_path, batsim_doc(jobs)))
+    assert "1 jobs run longer than their requested time" in w.notes
+    assert any("Batsim itself kills a job at its walltime" in n for n in w.notes)
+    assert any("simulation.kill_at_walltime = true" in n for n in w.notes)
+
+
+@pytest.mark.parametrize(
+    "key,value", [("subtime", 2**60), ("res", 2**63), ("walltime", 1e300), ("user_id", 2**70)]
+)
+def test_batsim_numbers_too_large_name_the_field(tmp_path, key, value):
+    job = {"id": 1, "subtime": 0, "res": 1, "walltime": 50, "profile": "d100", key: value}
+    with pytest.raises(InputError, match=rf"jobs\[0\]\.{key}: .*2\*\*53 or beyond"):
+        read_batsim_json(dump(tmp_path, batsim_doc([job])))
