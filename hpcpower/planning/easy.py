@@ -290,12 +290,14 @@ ALL_START, PLAN_LATER, BACKFILLED = 0, 1, 2
 
 
 @kernel
-def easy_pass(now, nodes, timeout_s, queue):
+def easy_pass(now, nodes, timeout_s, queue, overrun_inf):
     """One FCFS/EASY pass past its first test (``FCFSEasy.schedule``), in one call.
 
     ``nodes`` as for :func:`release_map`; ``queue`` the queue's column
     buffers ``(ids, res, walltimes, alive, used)`` (see
-    :meth:`~hpcpower.engine.queue.JobQueue.slots`). The pass's
+    :meth:`~hpcpower.engine.queue.JobQueue.slots`); ``overrun_inf``: nodes of
+    a job past its walltime are never planned on (else from now, see
+    :class:`~hpcpower.planning.release.ReleaseMap`). The pass's
     :func:`idle_order_jit`, then FCFS dispatch on it, then, unless every job
     started or no later job fits on the idle nodes left, :func:`backfill_jit`.
 
@@ -357,6 +359,7 @@ def easy_pass(now, nodes, timeout_s, queue):
         order[used:],
         res[k + 1 :],
         req[k + 1 :],
+        overrun_inf,
     )
     packed = np.empty(m + k + 1 + c + len(core), dtype=np.int64)
     packed[:m] = order
@@ -370,7 +373,9 @@ def easy_pass(now, nodes, timeout_s, queue):
 
 
 @kernel
-def backfill_jit(now, nodes, timeout_s, order, started, head_res, idle, later_res, later_req):
+def backfill_jit(
+    now, nodes, timeout_s, order, started, head_res, idle, later_res, later_req, overrun_inf
+):
     """EASY's head reservation and backfilling of one pass (as ``FCFSEasy.schedule``).
 
     The release map is made here from the cluster arrays (as
@@ -386,7 +391,7 @@ def backfill_jit(now, nodes, timeout_s, order, started, head_res, idle, later_re
     (``nodes[ptr[k]:ptr[k + 1]]``); ``h`` is 0 when the head cannot be
     placed (then nothing is backfilled).
     """
-    rel, base_j, _, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
+    rel, base_j, _, gap_w, tie_key = release_map(now, nodes, overrun_inf, timeout_s, order)
     _occupy(rel, now, started)  # (the release map is not needed otherwise)
     # (The head's nodes as a set: only the plan needs their order, and
     # :func:`project_jit` puts them in order.)
@@ -672,7 +677,7 @@ def first_appearances(nodes, ptr, wanted):
 
 
 @kernel
-def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest):
+def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest, overrun_inf):
     """Reserve for the head and project the rest, when no later job can start now.
 
     One call for ``reserve_head`` and :func:`project_jit`: the release map
@@ -682,7 +687,7 @@ def plan_later(now, nodes, timeout_s, order, started, head_res, head_req, rest):
     head cannot be placed.
     """
     state, since, _, on_mean, _, _, _, idle_w = nodes
-    release, base_j, no_gap, gap_w, tie_key = release_map(now, nodes, True, timeout_s, order)
+    release, base_j, no_gap, gap_w, tie_key = release_map(now, nodes, overrun_inf, timeout_s, order)
     rel = _occupied(release, now, started)
     head, head_start = select_jit(rel, base_j, gap_w, tie_key, head_res, now)
     if len(head) == 0:

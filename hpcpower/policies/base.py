@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
+from hpcpower.errors import InputError
 from hpcpower.planning import easy as _easy
 from hpcpower.planning.common import NO_NODES
 
@@ -190,6 +191,17 @@ class _Prefix(Sequence):
 
     def __repr__(self) -> str:
         return repr(list(self))
+
+
+#: When the nodes of a job past its requested time may be planned on.
+OVERRUN_RELEASES = ("never", "now")
+
+
+def check_overrun_release(value: str) -> str:
+    """``value`` if it is one of :data:`OVERRUN_RELEASES`, else an error naming the setting."""
+    if value not in OVERRUN_RELEASES:
+        raise InputError(f"policy.overrun_release must be 'never' or 'now', got {value!r}")
+    return value
 
 
 class QueuePolicy(ABC):

@@ -21,9 +21,9 @@ from hpcpower.policies.queue.snf import SNF
 
 
 def _combined(queue_cls, power: str, name: str) -> Callable[..., Policy]:
-    def factory(timeout_s: float | None = 7200.0) -> Policy:
+    def factory(timeout_s: float | None = 7200.0, overrun_release: str = "never") -> Policy:
         manager = AlwaysOn() if power == "always-on" else IPM(timeout_s)
-        return Combined(queue_cls(), manager, name=name)
+        return Combined(queue_cls(overrun_release), manager, name=name)
 
     return factory
 

@@ -222,9 +222,20 @@ def _compare_twins_directly(view, timeout_s) -> None:
                 else:
                     assert nodes.tolist() == pick[0].tolist() and start == pick[1]
 
-    queue = view.queue
-    if not len(queue):
+    if not len(view.queue):
         return
+    for rule in ("inf", "now"):
+        _compare_easy_twins(view, timeout_s, order, rule)
+
+
+def _compare_easy_twins(view, timeout_s, order, rule) -> None:
+    """``easy_pass``, ``backfill_jit``, ``plan_later``, ``project_jit`` under one overrun rule."""
+    cluster = view.cluster
+    now = view.now
+    timeout = timeout_arg(timeout_s)
+    order64 = np.asarray(order, dtype=np.int64)
+    n = cluster.n_nodes
+    queue = view.queue
     ids, res, req = (np.array(column) for column in queue.fcfs_columns())
     # FCFS dispatch on the idle order.
     k = used = 0
@@ -235,7 +246,7 @@ def _compare_twins_directly(view, timeout_s) -> None:
         k += 1
     started = easy.started_columns(dispatched)  # (as the twins take them)
     got_k, m, outcome, h, c, head_start, packed = easy.easy_pass(
-        now, cluster.node_arrays, timeout, queue.slots()
+        now, cluster.node_arrays, timeout, queue.slots(), rule == "inf"
     )
     assert (got_k, m) == (k, len(order))
     assert packed[:m].tolist() == order.tolist()
@@ -249,14 +260,14 @@ def _compare_twins_directly(view, timeout_s) -> None:
     idle = order64[used:]
     later = (res[k + 1 :], req[k + 1 :])
     head_res, head_req = int(res[k]), float(req[k])
-    base = ReleaseMap(cluster, now, timeout_s, idle_nodes=order)
+    base = ReleaseMap(cluster, now, timeout_s, rule, idle_nodes=order)
     pick = easy.reserve_head(base, now, dispatched, head_res)
     positions: list[int] = []
     backfilled: list[np.ndarray] = []
     if pick is not None:
         positions, backfilled = easy.backfill(now, pick[1], pick[0], idle, *later, n)
     n_head, n_backfilled, got_start, core = easy.backfill_jit(
-        now, cluster.node_arrays, timeout, order64, started, head_res, idle, *later
+        now, cluster.node_arrays, timeout, order64, started, head_res, idle, *later, rule == "inf"
     )
     if pick is None:
         assert (n_head, n_backfilled) == (0, 0) and np.isnan(got_start)
@@ -285,7 +296,15 @@ def _compare_twins_directly(view, timeout_s) -> None:
     head = None if pick is None else (pick[0], pick[1], head_req)
     want = [] if head is None else list(easy.project(now, cluster, base, dispatched, head, later))
     got = easy.plan_later(
-        now, cluster.node_arrays, timeout, order64, started, head_res, head_req, later
+        now,
+        cluster.node_arrays,
+        timeout,
+        order64,
+        started,
+        head_res,
+        head_req,
+        later,
+        rule == "inf",
     )
     assert _entries(got) == _numpy_entries(want)
     if head is None:
@@ -309,6 +328,7 @@ class _Checking(FCFSEasy):
     """FCFS/EASY that, at every pass, plans the whole queue both ways and compares."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.passes = 0
         self.planned = 0
 

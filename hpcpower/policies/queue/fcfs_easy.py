@@ -9,22 +9,42 @@ power manager reads it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from hpcpower.engine.contract import Planned, SystemView
 from hpcpower.planning import easy
 from hpcpower.planning.common import timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
-from hpcpower.policies.base import ArraySchedule, QueuePolicy, Schedule
+from hpcpower.policies.base import ArraySchedule, QueuePolicy, Schedule, check_overrun_release
 
 
 class FCFSEasy(QueuePolicy):
-    """First-come-first-served with EASY backfilling."""
+    """First-come-first-served with EASY backfilling.
+
+    Args:
+        overrun_release: When the nodes of a job running past its requested
+            time may be planned on: ``"never"`` (the authors' simulator: the
+            head cannot be reserved on them, and a pass that cannot reserve
+            for the head backfills nothing) or ``"now"`` (textbook EASY:
+            such a job is predicted to end now). See
+            ``docs/background/baselines.md``.
+    """
 
     name = "fcfs-easy"
     #: Numpy planning per job on 64 nodes under IPM: 0.28 ms measured on the
     #: paper's DAS2-fs1 case (0.45-0.95 ms on a loaded machine), rounded up.
     planning_cost_s = 5e-4
+
+    def __init__(self, overrun_release: str = "never") -> None:
+        self.overrun_release = check_overrun_release(overrun_release)
+        self._overrun_inf = overrun_release == "never"
+        self._release_rule = "inf" if self._overrun_inf else "now"
+
+    def config(self) -> dict[str, Any]:
+        """The queue policy's name and its overrun rule."""
+        return {"queue": self.name, "overrun_release": self.overrun_release}
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
         """Dispatch, reserve for the head, backfill, and plan the rest."""
@@ -42,12 +62,12 @@ class FCFSEasy(QueuePolicy):
                 return ArraySchedule(
                     [],
                     lambda: _plan_later_arrays(
-                        view, timeout_s, [], 0, idle_order(cluster, now, timeout_s, True)
+                        self, view, timeout_s, [], 0, idle_order(cluster, now, timeout_s, True)
                     ),
                 )
-            return Schedule([], _plan_later(view, timeout_s, [], 0, None))
+            return Schedule([], _plan_later(self, view, timeout_s, [], 0, None))
         if compiled:
-            return _schedule_compiled(view, timeout_s)
+            return _schedule_compiled(self, view, timeout_s)
         out = Schedule()
         idle = order = idle_order(cluster, now, timeout_s)
         used = 0
@@ -65,10 +85,10 @@ class FCFSEasy(QueuePolicy):
         if queue.min_res() > len(idle):
             # Nothing else can start now: the head's reservation and the plan
             # matter only to a power manager that reads them.
-            return Schedule(out.start, _plan_later(view, timeout_s, out.start, k, order))
+            return Schedule(out.start, _plan_later(self, view, timeout_s, out.start, k, order))
         ids, res, req = queue.fcfs_columns()
         ids, res, req = ids[k + 1 :], res[k + 1 :], req[k + 1 :]
-        base = ReleaseMap(cluster, now, timeout_s, idle_nodes=order)
+        base = ReleaseMap(cluster, now, timeout_s, self._release_rule, idle_nodes=order)
         started = _started(out.start)
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
@@ -106,13 +126,13 @@ def _entries(view: SystemView, head, ids, plan):
         yield Planned(head if index < 0 else job_of(int(ids[index])), start, nodes)
 
 
-def _plan_later(view: SystemView, timeout_s, started, k, order):
+def _plan_later(policy: FCFSEasy, view: SystemView, timeout_s, started, k, order):
     """Reserve for the ``k``-th waiting job (the head) and project the queue, when first read.
 
     ``order`` is the pass's idle order (``None``: made here).
     """
     now = view.now
-    base = ReleaseMap(view.cluster, now, timeout_s, idle_nodes=order)
+    base = ReleaseMap(view.cluster, now, timeout_s, policy._release_rule, idle_nodes=order)
     started = _started(started)
     ids, res, req = view.queue.fcfs_columns()
     first = view.queue.job(int(ids[k]))
@@ -124,7 +144,7 @@ def _plan_later(view: SystemView, timeout_s, started, k, order):
     yield from _entries(view, first, ids[k + 1 :], plan)
 
 
-def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
+def _schedule_compiled(policy: FCFSEasy, view: SystemView, timeout_s: float | None) -> Schedule:
     """:meth:`FCFSEasy.schedule` after its first test, by :func:`easy.easy_pass` (same choices).
 
     The twin tests "nothing else can start" on the jobs after the head (the
@@ -136,7 +156,7 @@ def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
     queue = view.queue
     job_of = queue.job
     k, m, outcome, h, c, head_start, packed = easy.easy_pass(
-        now, view.cluster.node_arrays, timeout_arg(timeout_s), queue.slots()
+        now, view.cluster.node_arrays, timeout_arg(timeout_s), queue.slots(), policy._overrun_inf
     )
     order = packed[:m]
     start = []
@@ -148,7 +168,9 @@ def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
     if outcome == easy.ALL_START:
         return Schedule(start)
     if outcome == easy.PLAN_LATER:
-        return ArraySchedule(start, lambda: _plan_later_arrays(view, timeout_s, start, k, order))
+        return ArraySchedule(
+            start, lambda: _plan_later_arrays(policy, view, timeout_s, start, k, order)
+        )
     # The head is the first waiting job. If it cannot be placed (too few
     # nodes with a known release, e.g. many jobs past their walltime), there
     # is no reservation, so no backfilling and no plan in this pass.
@@ -170,7 +192,9 @@ def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
         rest_ids, rest_res, rest_req = easy.unpicked(
             (ids[k + 1 :], res[k + 1 :], req[k + 1 :]), positions
         )
-        base = ReleaseMap(view.cluster, now, timeout_s, idle_nodes=order, compiled=True)
+        base = ReleaseMap(
+            view.cluster, now, timeout_s, policy._release_rule, idle_nodes=order, compiled=True
+        )
         index, starts, flat, ptr = easy.project_jit(
             now,
             (view.cluster.state, view.cluster.since, view.cluster.switch_on_mean_s),
@@ -184,7 +208,7 @@ def _schedule_compiled(view: SystemView, timeout_s: float | None) -> Schedule:
     return ArraySchedule(start, plan)
 
 
-def _plan_later_arrays(view: SystemView, timeout_s, started, k, order):
+def _plan_later_arrays(policy: FCFSEasy, view: SystemView, timeout_s, started, k, order):
     """:func:`_plan_later` by one compiled call, as arrays for an :class:`ArraySchedule`."""
     ids, res, req = view.queue.fcfs_columns()
     head = view.queue.job(int(ids[k]))
@@ -197,6 +221,7 @@ def _plan_later_arrays(view: SystemView, timeout_s, started, k, order):
         head.res,
         float(head.reqtime_s),
         (np.asarray(res[k + 1 :], dtype=np.int64), np.asarray(req[k + 1 :], dtype=float)),
+        policy._overrun_inf,
     )
     if not len(index):
         return None
