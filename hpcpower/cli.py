@@ -48,7 +48,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     source = Path(args.scenario)
     if source.suffix.lower() != ".toml":
         # A workload file run as it is: the settings are the defaults and --set.
-        overrides.setdefault("workload.path", str(source))
+        if "workload.path" in overrides:
+            raise InputError(
+                f"{source}: a workload file is given, and --set workload.path too; give one"
+            )
+        overrides["workload.path"] = str(source)
         overrides.setdefault("simulation.name", _trace_name(source))
         source = None
     config = resolve(source, overrides)
@@ -58,7 +62,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         Path(args.out) if args.out else _default_out(config["simulation"]["name"], sim.policy.name)
     )
     check_out(out, force=args.force)
-    if not args.quiet and not args.json:
+    if not args.quiet:  # (stderr: --json keeps stdout clean anyway)
         for line in _workload_warnings(sim):
             print(f"hpcpower: warning: {line}", file=sys.stderr)
     progress = sys.stderr.isatty() and not args.quiet

@@ -316,6 +316,10 @@ class Simulation:
         decision = self.policy.decide(view)
         self.passes += 1
         self.last_decision = decision
+        if decision.start:
+            # Starts are bounded by the jobs: only passes without one count
+            # toward the stuck-instant bound.
+            self._passes_here = 0
         if decision.start or decision.switch_off or decision.switch_on:
             self._idle_passes = 0
             self._apply(decision)

@@ -210,8 +210,9 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     """Rows of ``consumed_energy.csv``: ``(time_s, joules so far, event type, watts after)``.
 
     One row per job start (``s``), job end (``e``) and group of state changes
-    (``p``), in time order (at one instant: ends, changes, starts), and a
-    last row ``f`` at the end of the run when no event happened then. The
+    (``p``), in time order (at one instant: ends, changes, starts, then the
+    ends of jobs that took no time), and a last row ``f`` at the end of the
+    run when no event happened then. The
     joules are the platform's energy integrated exactly from time 0; the
     watts are the platform's power from that instant on.
     """
@@ -220,12 +221,22 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     t = results.jobs
     done = ~np.isnan(t["finish_s"])
     started = ~np.isnan(t["start_s"])
-    events = [(float(x), 0, "e", None) for x in t["finish_s"][done].tolist()]
+    # (A job that took no time ends after it starts, at the same instant.)
+    events = [
+        (finish, 3 if finish == begin else 0, "e", None)
+        for finish, begin in zip(
+            t["finish_s"][done].tolist(), t["start_s"][done].tolist(), strict=True
+        )
+    ]
     events += [(time_s, 1, "p", (nodes, state)) for time_s, nodes, state in changes]
     events += [(float(x), 2, "s", None) for x in t["start_s"][started].tolist()]
     events.sort(key=lambda e: (e[0], e[1]))
-    state = np.zeros(len(power), dtype=np.intp)
-    watts = 0.0
+    # Every node starts in the run's initial state, so that the power of the
+    # first rows is the platform's (the rows at time 0 then set the rest).
+    initial = results.config.get("initial_state") or "idle"
+    state = np.full(len(power), PSTATE_IDS[initial], dtype=np.intp)
+    everyone = np.arange(len(power))
+    watts = float(power[everyone, state].sum())
     joules = 0.0
     clock = 0.0
     rows = []
@@ -235,7 +246,7 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
         if change is not None:
             nodes, new = change
             state[nodes] = new
-            watts = float(power[np.arange(len(power)), state].sum())
+            watts = float(power[everyone, state].sum())
         rows.append((time_s, joules, kind, watts))
     if not rows or rows[-1][0] < results.end_s:
         # The run ended later than its last event (a rejected job, say): one
@@ -291,11 +302,13 @@ def schedule(results: Results) -> dict[str, Any]:
 
     seconds = results.time_in_state_s.sum(axis=0)
     first_submit = float(t["submit_s"].min()) if n_jobs else 0.0
+    # The energy up to the first submission: from the last row at or before
+    # it, plus the power drawn from that row on.
     before = 0.0
-    for time_s, joules, _, _ in energy_events(results):
+    for time_s, joules, _, watts in energy_events(results):
         if time_s > first_submit:
             break
-        before = joules
+        before = joules + watts * (first_submit - time_s)
     return {
         "nb_jobs": n_jobs,
         "nb_jobs_finished": int(finished.sum()),
@@ -356,13 +369,24 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
         InputError: Naming the folder and what to do.
     """
     out = Path(out_dir)
+    if Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise InputError(f"{out}: the current folder or one above it; choose another --out")
     if out.exists() or out.is_symlink():
-        if not out.is_dir():
+        if not out.is_dir() or out.is_symlink():
             raise InputError(f"{out}: exists and is not a folder; choose another --out")
-        if not force and any(out.iterdir()):
+        held = sorted(p.name for p in out.iterdir())
+        if held and not force:
             raise InputError(
                 f"{out}: a result folder is already there; use --force to replace it "
                 "or choose another --out"
+            )
+        foreign = [name for name in held if name not in RESULT_FILES]
+        if held and ("summary.json" not in held or foreign):
+            # --force replaces a result, never a folder of other files.
+            shown = ", ".join(foreign[:3]) or "no summary.json"
+            raise InputError(
+                f"{out}: not an hpcpower result ({shown}); --force replaces only a "
+                "result folder: choose another --out"
             )
     parent = out.parent
     try:
@@ -372,6 +396,20 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{out}: cannot write in {parent} (permission denied)")
     return out
+
+
+#: The files a result folder holds (what ``--force`` may replace).
+RESULT_FILES = frozenset(
+    {
+        "summary.json",
+        "jobs.csv",
+        "machine_states.csv",
+        "pstate_changes.csv",
+        "consumed_energy.csv",
+        "schedule.json",
+        "decisions.csv",
+    }
+)
 
 
 def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> list[Path]:
@@ -410,15 +448,28 @@ def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> 
 def _swap_in(staging: Path, out: Path) -> None:
     """Rename the finished ``staging`` folder to ``out``, replacing an old result there.
 
-    The old result is first renamed aside, then removed: at every instant
-    ``out`` is either the complete old result, absent, or the complete new one.
+    The old result is first renamed aside; if the new one cannot follow it
+    (an interruption, an error), the old one is put back. So ``out`` is the
+    complete old result or the complete new one, except for the instant
+    between the two renames.
     """
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-        os.replace(out, old / "result")
-    os.replace(staging, out)
-    if old is not None:
+    # The staging folder was made private (mkdtemp); a result follows the umask.
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    aside = old / "result"
+    try:
+        os.replace(out, aside)
+        os.replace(staging, out)
+    except BaseException:
+        if aside.exists() and not out.exists():
+            os.replace(aside, out)
+        raise
+    finally:
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -293,6 +293,8 @@ class _Fields:
 def _check_number(v: Any, at: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise InputError(f"{at}: must be a number, got {v!r}")
+    if isinstance(v, int) and abs(v) >= _EXACT:  # (before isfinite, which overflows)
+        raise InputError(f"{at}: {v!r} is 2**53 or beyond, which a float cannot hold exactly")
     if not math.isfinite(v):
         raise InputError(f"{at}: must be finite, got {v!r}")
     if v < 0:

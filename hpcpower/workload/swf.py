@@ -111,6 +111,8 @@ _EXACT = 2.0**53
 #: Status values of a partial execution (a job that was preempted or checkpointed).
 _PARTIAL = (2, 3, 4)
 REASON_CANCELLED = "cancelled: runtime -1"
+REASON_PARTIAL_SUMMARY = "partial execution: the job's summary record is kept"
+REASON_PARTIAL_MERGED = "partial execution: merged into the job's first record"
 REASON_NO_PROCS = "no processor count: allocated and requested processors <= 0"
 REASON_NO_SUBMIT = "missing submit time: -1"
 REASON_NO_REQTIME = "missing requested time: -1"
@@ -490,9 +492,12 @@ def _partial_executions(
     if not repeated.size:
         return []
     partial = np.isin(arr[:, _STATUS], _PARTIAL)
+    # The rows of each job number, in file order, from one stable sort.
+    by_number = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(counts)
     n_summary = n_merged = 0
     for group in repeated.tolist():
-        rows = np.flatnonzero(inverse == group)
+        rows = by_number[ends[group] - counts[group] : ends[group]]
         whole = rows[~partial[rows]]
         if whole.size > 1:
             raise InputError(
@@ -501,13 +506,13 @@ def _partial_executions(
             )
         if whole.size == 1:
             keep = int(whole[0])
-            why = f"partial execution: the job's summary record (line {lineno[keep]}) is kept"
+            why = REASON_PARTIAL_SUMMARY
             n_summary += 1
         else:
             keep = int(rows[0])
             runs = arr[rows, _RUN]
             arr[keep, _RUN] = runs[runs > 0].sum() if (runs > 0).any() else runs[0]
-            why = f"partial execution: merged into line {lineno[keep]}"
+            why = REASON_PARTIAL_MERGED
             n_merged += 1
         reason[rows[rows != keep]] = why
     notes = []

@@ -93,3 +93,16 @@ def test_a_policy_that_waits_while_work_remains_is_not_stopped():
         """
     )
     assert out == "2"
+
+
+def test_many_jobs_that_take_no_time_at_one_instant_are_not_a_stuck_run():
+    """1200 zero-length whole-machine jobs drain at one instant, one start per pass."""
+    out, _ = run_until_stopped(
+        """
+        jobs = [job(0, 0, 2, 100.0)] + [job(i, 10.0, 2, 0.0) for i in range(1, 1200)]
+        for name in ("fcfs-easy", "snf-ipm", "fcfs-easy-ipm"):
+            res = Simulation(tiny_platform(2), jobs, make_policy(name)).run()
+            print(res.summary["jobs_completed"])
+        """
+    )
+    assert out.split() == ["1200"] * 3

@@ -52,6 +52,35 @@ def test_an_empty_folder_may_be_written_into(tmp_path):
     assert complete(out, 2)
 
 
+def test_force_replaces_only_a_result_folder(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    with pytest.raises(InputError, match=r"precious: not an hpcpower result \(thesis.tex\)"):
+        write_all(tiny_results(2), precious, force=True)
+    assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+def test_the_current_folder_or_one_above_is_never_an_output(tmp_path, monkeypatch):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    for out in (".", "..", str(tmp_path)):
+        with pytest.raises(InputError, match="the current folder or one above it"):
+            write_all(tiny_results(2), out, force=True)
+
+
+def test_a_result_folder_follows_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        write_all(tiny_results(2), tmp_path / "shared")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "shared").stat().st_mode & 0o777 == 0o755
+
+
 def test_the_output_folder_is_checked_before_a_run(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -151,11 +180,10 @@ def test_an_interrupted_write_leaves_the_old_result_or_none(tmp_path, sig, step,
     assert done.stderr.strip() == (
         "hpcpower: interrupted" if sig == "SIGINT" else "hpcpower: terminated"
     )
-    if out.exists():
-        assert previous and complete(out, 20)
+    if previous:  # (interrupted between the renames too: the old result is put back)
+        assert complete(out, 20)
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     else:
-        assert not previous or step == 4  # (a replaced result is gone only between the renames)
-    # Nothing half-written is left beside it, except an old result set aside.
-    left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
-    assert all(name.endswith(".old") for name in left), left
+        assert not out.exists()
+    # Nothing half-written is left beside it.
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from test_properties import PROPS, cases
 
-from hpcpower import Simulation
+from hpcpower import Simulation, make_policy
 from hpcpower.results.export import PSTATE_IDS, write_all
 from hpcpower.states import STATE_LABELS
 
@@ -110,3 +110,40 @@ def test_evalys_reads_and_plots_every_output(tmp_path):
     plt.close(fig)
     assert (tmp_path / "evalys.png").stat().st_size > 10_000
     assert energy["energy"].iloc[-1] == pytest.approx(results.summary["total_energy_j"], rel=1e-12)
+
+
+def _energy_rows(results, tmp_path):
+    write_all(results, tmp_path / "out")
+    return read_rows(tmp_path / "out" / "consumed_energy.csv")
+
+
+def test_energy_rows_by_hand(tmp_path):
+    """2 nodes idle at 100 W, computing 200 W. Job 0 takes no time at t=0; job 1 runs 0-10
+    on one node. The platform draws 200 W, then 300 W while job 1 runs, then 200 W."""
+    from conftest import job, tiny_platform
+
+    jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 10.0)]
+    res = Simulation(tiny_platform(2), jobs, make_policy("fcfs-easy")).run()
+    rows = [
+        (r["time"], r["event_type"], r["energy"], r["wattmin"]) for r in _energy_rows(res, tmp_path)
+    ]
+    # At t=0 the power is the platform's from the first row on; job 0 starts before it ends.
+    assert rows[0][3] in ("300", "400") and all(r[2] == "0" for r in rows if r[0] == "0")
+    kinds = [r[1] for r in rows if r[0] == "0"]
+    assert kinds.index("s") < kinds.index("e")
+    # 300 W for 10 s; then job 1 ends and its node goes idle (200 W from then on).
+    assert rows[-2:] == [("10", "e", "3000", "300"), ("10", "p", "3000", "200")]
+
+
+def test_consumed_joules_start_at_the_first_submission(tmp_path):
+    """Nothing happens at the first submission (t=100, a rejected job): the energy before
+    it is the idle platform's, 2 x 100 W x 100 s."""
+    from conftest import job, tiny_platform
+
+    jobs = [job(0, 100, 3, 10.0), job(1, 150, 1, 10.0)]
+    res = Simulation(tiny_platform(2), jobs, make_policy("fcfs-easy")).run()
+    write_all(res, tmp_path / "out")
+    schedule = json.loads((tmp_path / "out" / "schedule.json").read_text())
+    total = res.summary["total_energy_j"]
+    assert total == 2 * 100 * 160 + 100 * 10  # idle 0-160 on both, computing 150-160 on one
+    assert schedule["consumed_joules"] == pytest.approx(total - 2 * 100 * 100)

@@ -272,7 +272,14 @@ def test_batsim_jobs_past_their_walltime_bring_a_note_on_batsim_s_kill(tmp_path)
 
 
 @pytest.mark.parametrize(
-    "key,value", [("subtime", 2**60), ("res", 2**63), ("walltime", 1e300), ("user_id", 2**70)]
+    "key,value",
+    [
+        ("subtime", 2**60),
+        ("res", 2**63),
+        ("walltime", 1e300),
+        ("walltime", 10**400),
+        ("user_id", 2**70),
+    ],
 )
 def test_batsim_numbers_too_large_name_the_field(tmp_path, key, value):
     job = {"id": 1, "subtime": 0, "res": 1, "walltime": 50, "profile": "d100", key: value}

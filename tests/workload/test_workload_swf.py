@@ -312,7 +312,7 @@ def test_partial_executions_with_a_summary_record_are_one_job(tmp_path):
     assert [j.name for j in w.jobs] == ["1", "2", "3"]
     assert [j.runtime_s for j in w.jobs] == [50.0, 300.0, 10.0]
     assert [(d.where, d.name) for d in w.dropped] == [("t.swf:7", "2"), ("t.swf:8", "2")]
-    assert all("summary record (line 6) is kept" in d.reason for d in w.dropped)
+    assert all(d.reason == "partial execution: the job's summary record is kept" for d in w.dropped)
     assert "1 jobs given with partial executions: their summary records kept" in w.notes
 
 
@@ -331,7 +331,9 @@ def test_partial_executions_alone_are_merged_into_one_job(tmp_path):
         ("6", 50.0, 20.0),
     ]
     assert [d.where for d in w.dropped] == ["t.swf:6", "t.swf:7"]
-    assert all(d.reason == "partial execution: merged into line 5" for d in w.dropped)
+    assert all(
+        d.reason == "partial execution: merged into the job's first record" for d in w.dropped
+    )
 
 
 def test_a_repeated_job_number_names_both_lines(tmp_path):
