@@ -81,22 +81,22 @@ BLOCKED_HEAD = [
 
 
 @pytest.mark.parametrize("kernels", ["numpy", "numba"])
-def test_never_plans_on_an_overrunning_job_and_backfills_nothing_meanwhile(kernels):
+@pytest.mark.parametrize(
+    "rule,c_starts",
+    [
+        # B cannot be reserved while A overruns (until 100), so C waits until then.
+        ("never", 100.0),
+        # A is predicted to end now: B is reserved at 200, C (ends at 50) backfills at 20.
+        ("now", 20.0),
+    ],
+)
+def test_a_head_that_needs_an_overrunning_job_s_node(kernels, rule, c_starts):
     if kernels == "numba":
         pytest.importorskip("numba")
-    starts = starts_of("fcfs-easy", 4, BLOCKED_HEAD, "never", kernels)
-    # B cannot be reserved while A overruns (until 100), so C waits until then.
-    assert starts == {0: 0.0, 1: 0.0, 2: 200.0, 3: 100.0}
-
-
-@pytest.mark.parametrize("kernels", ["numpy", "numba"])
-def test_now_is_textbook_easy_on_a_blocked_head(kernels):
-    if kernels == "numba":
-        pytest.importorskip("numba")
-    starts = starts_of("fcfs-easy", 4, BLOCKED_HEAD, "now", kernels)
-    # A is predicted to end now: B is reserved at 200 and C (ends at 50) backfills at 20.
-    assert starts == {0: 0.0, 1: 0.0, 2: 200.0, 3: 20.0}
-    assert starts == textbook_easy(4, BLOCKED_HEAD)
+    starts = starts_of("fcfs-easy", 4, BLOCKED_HEAD, rule, kernels)
+    assert starts == {0: 0.0, 1: 0.0, 2: 200.0, 3: c_starts}
+    if rule == "now":
+        assert starts == textbook_easy(4, BLOCKED_HEAD)
 
 
 HAND_BUILT = {
