@@ -34,6 +34,7 @@ class RunRecord:
         switch_ons: Switch-ons commanded.
         switch_offs: Switch-offs commanded.
         passes: Controller passes.
+        arrived: How many jobs had been submitted (the first ``arrived`` of ``jobs``).
         decisions: The decision log (the note of every pass that had one).
         policy_summary: Summary entries the policy computed from its notes.
         kill_at_walltime: Whether jobs were ended at their requested time.
@@ -55,6 +56,7 @@ class RunRecord:
     switch_ons: int
     switch_offs: int
     passes: int
+    arrived: int
     decisions: list[dict[str, Any]]
     policy_summary: dict[str, Any]
     kill_at_walltime: bool

@@ -512,6 +512,7 @@ class Simulation:
             switch_ons=int(cluster.switch_ons),
             switch_offs=int(cluster.switch_offs),
             passes=int(self.passes),
+            arrived=int(self._next_job),
             decisions=decisions,
             policy_summary=_policy_summary(self.policy, decisions, float(end)),
             kill_at_walltime=self.kill_at_walltime,

@@ -94,8 +94,6 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
             killed = bool(t["killed"][i])
             if killed:
                 final = "COMPLETED_WALLTIME_REACHED"
-            elif state == "waiting" and t["submit_s"][i] > results.end_s:
-                final = "NOT_SUBMITTED"  # (a run stopped before this job arrived)
             else:
                 final = _FINAL_STATES[state]
             writer.writerow(
@@ -126,6 +124,7 @@ _FINAL_STATES = {
     "completed": "COMPLETED_SUCCESSFULLY",
     "rejected": "REJECTED",
     "waiting": "SUBMITTED",
+    "not_submitted": "NOT_SUBMITTED",
     "running": "RUNNING",
 }
 

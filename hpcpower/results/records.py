@@ -80,6 +80,7 @@ class Results:
             "finish_s": record.finish_s,
         }
         state = np.full(len(jobs), "waiting", dtype=object)
+        state[record.arrived :] = "not_submitted"
         state[~np.isnan(table["start_s"])] = "running"
         state[~np.isnan(table["finish_s"])] = "completed"
         for job_id in record.rejected:

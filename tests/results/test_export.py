@@ -334,3 +334,16 @@ def test_a_job_killed_at_its_walltime_is_not_reported_as_successful(tmp_path):
     assert rows["2"]["final_state"] == "COMPLETED_SUCCESSFULLY" and rows["2"]["success"] == "1"
     assert rows["1"]["final_state"] == "COMPLETED_WALLTIME_REACHED"
     assert rows["1"]["success"] == "0"
+
+
+def test_a_result_taken_mid_run_has_batsim_s_states_by_arrival(tmp_path):
+    jobs = [job(0, 0, 1, 100.0), job(1, 10, 2, 50.0), job(2, 500, 1, 10.0)]
+    sim = Simulation(tiny_platform(2), jobs, make_policy("fcfs-easy"))
+    sim.run(until=0)  # nothing has happened yet: no job has arrived
+    assert sim.results().jobs["state"].tolist() == ["not_submitted"] * 3
+    sim.run(until=20)
+    res = sim.results()
+    assert res.jobs["state"].tolist() == ["running", "waiting", "not_submitted"]
+    write_jobs_csv(res, tmp_path / "jobs.csv")
+    finals = [row[JOBS_COLUMNS.index("final_state")] for row in read_csv(tmp_path / "jobs.csv")[1:]]
+    assert finals == ["RUNNING", "SUBMITTED", "NOT_SUBMITTED"]
