@@ -84,9 +84,9 @@ class ReleaseMap:
         now: The time of the pass.
         timeout_s: Idle timeout of the power manager (``None``: no timeout),
             used to rank idle nodes by remaining timeout.
-        overrun_release: Release time given to nodes of a job running past its
-            walltime: ``inf`` (the authors' baseline planners: such nodes are
-            not planned on) or ``"now"``.
+        overrun_release: When the nodes of a job running past its walltime
+            are released: ``"never"`` (release ``inf``: the authors'
+            baseline planners do not plan on them) or ``"now"``.
         idle_nodes: :func:`idle_order` for this pass (same ``now`` and
             ``timeout_s``), if the caller has it: it is the tie-break order of
             the idle nodes, so it need not be sorted again.
@@ -107,7 +107,7 @@ class ReleaseMap:
         cluster,
         now: float,
         timeout_s: float | None,
-        overrun_release: str = "inf",
+        overrun_release: str = "never",
         idle_nodes: np.ndarray | None = None,
         compiled: bool = False,
     ) -> None:
@@ -123,7 +123,7 @@ class ReleaseMap:
             self.release, self.base_j, self.no_gap, self.gap_w, self.tie_key = release_map(
                 now,
                 cluster.node_arrays,
-                overrun_release == "inf",
+                overrun_release == "never",
                 timeout_arg(timeout_s),
                 NO_NODES if idle_nodes is None else np.asarray(idle_nodes, dtype=np.int64),
             )
@@ -138,7 +138,7 @@ class ReleaseMap:
         if counts[COMPUTING]:
             busy = state == COMPUTING
             end = cluster.expected_end_s[busy]
-            if overrun_release == "inf":
+            if overrun_release == "never":
                 end[end <= now] = np.inf
             else:
                 end = np.fmax(end, now)  # (nan: now, as the twin)

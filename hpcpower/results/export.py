@@ -20,7 +20,7 @@ import numpy as np
 
 from hpcpower.errors import InputError
 from hpcpower.results.records import Results
-from hpcpower.states import STATE_LABELS, NodeState
+from hpcpower.states import COMPUTING, STATE_LABELS, NodeState
 
 JOBS_COLUMNS = (
     "job_id",
@@ -78,7 +78,7 @@ def _num(x: float) -> str:
 def write_jobs_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``jobs.csv`` (one row per submitted job)."""
     t = results.job_table()
-    node_power = _computing_power(results)
+    node_power = results.power_w[:, COMPUTING]
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(JOBS_COLUMNS)
@@ -127,13 +127,6 @@ _FINAL_STATES = {
     "not_submitted": "NOT_SUBMITTED",
     "running": "RUNNING",
 }
-
-
-def _computing_power(results: Results) -> np.ndarray:
-    tis = results.time_in_state_s[:, 3]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        watts = np.where(tis > 0, results.node_energy_j[:, 3] / tis, 0.0)
-    return watts
 
 
 def write_machine_states_csv(results: Results, path: str | Path) -> None:

@@ -206,9 +206,9 @@ def _compare_twins_directly(view, timeout_s) -> None:
     assert release.idle_order_jit(cluster.state, cluster.since, timeout, now).tolist() == (
         order.tolist()
     )
-    for overrun in ("inf", "now"):
+    for overrun in ("never", "now"):
         want = ReleaseMap(cluster, now, timeout_s, overrun_release=overrun, idle_nodes=order)
-        got = release.release_map(now, cluster.node_arrays, overrun == "inf", timeout, order64)
+        got = release.release_map(now, cluster.node_arrays, overrun == "never", timeout, order64)
         for name, array in zip(RELEASE_ARRAYS, got, strict=True):
             assert np.array_equal(array, getattr(want, name)), (overrun, name)
         for r in sorted({1, max(1, n // 2), n}):
@@ -224,7 +224,7 @@ def _compare_twins_directly(view, timeout_s) -> None:
 
     if not len(view.queue):
         return
-    for rule in ("inf", "now"):
+    for rule in ("never", "now"):
         _compare_easy_twins(view, timeout_s, order, rule)
 
 
@@ -246,7 +246,7 @@ def _compare_easy_twins(view, timeout_s, order, rule) -> None:
         k += 1
     started = easy.started_columns(dispatched)  # (as the twins take them)
     got_k, m, outcome, h, c, head_start, packed = easy.easy_pass(
-        now, cluster.node_arrays, timeout, queue.slots(), rule == "inf"
+        now, cluster.node_arrays, timeout, queue.slots(), rule == "never"
     )
     assert (got_k, m) == (k, len(order))
     assert packed[:m].tolist() == order.tolist()
@@ -267,7 +267,7 @@ def _compare_easy_twins(view, timeout_s, order, rule) -> None:
     if pick is not None:
         positions, backfilled = easy.backfill(now, pick[1], pick[0], idle, *later, n)
     n_head, n_backfilled, got_start, core = easy.backfill_jit(
-        now, cluster.node_arrays, timeout, order64, started, head_res, idle, *later, rule == "inf"
+        now, cluster.node_arrays, timeout, order64, started, head_res, idle, *later, rule == "never"
     )
     if pick is None:
         assert (n_head, n_backfilled) == (0, 0) and np.isnan(got_start)
@@ -304,7 +304,7 @@ def _compare_easy_twins(view, timeout_s, order, rule) -> None:
         head_res,
         head_req,
         later,
-        rule == "inf",
+        rule == "never",
     )
     assert _entries(got) == _numpy_entries(want)
     if head is None:

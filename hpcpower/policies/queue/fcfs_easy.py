@@ -39,8 +39,6 @@ class FCFSEasy(QueuePolicy):
 
     def __init__(self, overrun_release: str = "never") -> None:
         self.overrun_release = check_overrun_release(overrun_release)
-        self._overrun_inf = overrun_release == "never"
-        self._release_rule = "inf" if self._overrun_inf else "now"
 
     def config(self) -> dict[str, Any]:
         """The queue policy's name and its overrun rule."""
@@ -88,7 +86,7 @@ class FCFSEasy(QueuePolicy):
             return Schedule(out.start, _plan_later(self, view, timeout_s, out.start, k, order))
         ids, res, req = queue.fcfs_columns()
         ids, res, req = ids[k + 1 :], res[k + 1 :], req[k + 1 :]
-        base = ReleaseMap(cluster, now, timeout_s, self._release_rule, idle_nodes=order)
+        base = ReleaseMap(cluster, now, timeout_s, self.overrun_release, idle_nodes=order)
         started = _started(out.start)
         # The head is the first waiting job. If it cannot be placed (too few
         # nodes with a known release, e.g. many jobs past their walltime), there
@@ -132,7 +130,7 @@ def _plan_later(policy: FCFSEasy, view: SystemView, timeout_s, started, k, order
     ``order`` is the pass's idle order (``None``: made here).
     """
     now = view.now
-    base = ReleaseMap(view.cluster, now, timeout_s, policy._release_rule, idle_nodes=order)
+    base = ReleaseMap(view.cluster, now, timeout_s, policy.overrun_release, idle_nodes=order)
     started = _started(started)
     ids, res, req = view.queue.fcfs_columns()
     first = view.queue.job(int(ids[k]))
@@ -155,8 +153,9 @@ def _schedule_compiled(policy: FCFSEasy, view: SystemView, timeout_s: float | No
     now = view.now
     queue = view.queue
     job_of = queue.job
+    never = policy.overrun_release == "never"
     k, m, outcome, h, c, head_start, packed = easy.easy_pass(
-        now, view.cluster.node_arrays, timeout_arg(timeout_s), queue.slots(), policy._overrun_inf
+        now, view.cluster.node_arrays, timeout_arg(timeout_s), queue.slots(), never
     )
     order = packed[:m]
     start = []
@@ -193,7 +192,7 @@ def _schedule_compiled(policy: FCFSEasy, view: SystemView, timeout_s: float | No
             (ids[k + 1 :], res[k + 1 :], req[k + 1 :]), positions
         )
         base = ReleaseMap(
-            view.cluster, now, timeout_s, policy._release_rule, idle_nodes=order, compiled=True
+            view.cluster, now, timeout_s, policy.overrun_release, idle_nodes=order, compiled=True
         )
         index, starts, flat, ptr = easy.project_jit(
             now,
@@ -221,7 +220,7 @@ def _plan_later_arrays(policy: FCFSEasy, view: SystemView, timeout_s, started, k
         head.res,
         float(head.reqtime_s),
         (np.asarray(res[k + 1 :], dtype=np.int64), np.asarray(req[k + 1 :], dtype=float)),
-        policy._overrun_inf,
+        policy.overrun_release == "never",
     )
     if not len(index):
         return None

@@ -28,7 +28,6 @@ class SNF(QueuePolicy):
 
     def __init__(self, overrun_release: str = "never") -> None:
         self.overrun_release = check_overrun_release(overrun_release)
-        self._release_rule = "inf" if overrun_release == "never" else "now"
 
     def config(self) -> dict[str, Any]:
         """The queue policy's name and its overrun rule (as ``FCFSEasy``'s)."""
@@ -64,7 +63,7 @@ def _plan(policy, view: SystemView, timeout_s: float | None, started: list[Plann
         view.cluster,
         view.now,
         timeout_s,
-        policy._release_rule,
+        policy.overrun_release,
         idle_nodes=idle,
         compiled=view.compiled,
     )
