@@ -7,15 +7,24 @@ minute. It replaces the twin under every name a planning module holds it
 by, so a twin imported by name into another planning module is compiled
 there too; code outside ``hpcpower.planning`` reaches a twin through its
 module (``release.release_map``).
+
+numba checks a cached twin against its own file only, not against the
+twins it calls from other files; the cache is therefore kept with a stamp
+of every planning source, and dropped whole when any of them changed.
 """
 
 from __future__ import annotations
 
-import os
+import hashlib
 import sys
+from pathlib import Path
 
-from hpcpower.planning import easy, gang, release, select, timelines  # noqa: F401
+from hpcpower.planning import common, easy, gang, release, select, timelines
 from hpcpower.planning._numba import _TWINS, AVAILABLE
+
+#: The modules whose twins share the cache (and whose sources the stamp covers).
+_MODULES = (common, easy, gang, release, select, timelines)
+_STAMP = "hpcpower-twins.stamp"
 
 _loaded = False
 
@@ -36,6 +45,9 @@ def load() -> None:
         return
     import numba
 
+    folder = _cache_folder()
+    if folder is not None:
+        drop_stale_cache(folder, sources_digest())
     compiled = {id(f): numba.njit(cache=True, nogil=True)(f) for f in _TWINS}
     for name, module in list(sys.modules.items()):
         if not name.startswith("hpcpower.planning."):
@@ -60,6 +72,60 @@ def cached() -> bool:
     except ImportError:  # pragma: no cover - another numba's layout
         return True
     try:
-        return all(os.path.exists(FunctionCache(f)._cache_file._index_path) for f in _TWINS)
+        indexes = [Path(FunctionCache(f)._cache_file._index_path) for f in _TWINS]
     except Exception:  # pragma: no cover - another numba's internals
         return True
+    stamp = indexes[0].parent / _STAMP
+    try:
+        fresh = stamp.read_text() == sources_digest()
+    except OSError:
+        fresh = False
+    return fresh and all(index.exists() for index in indexes)
+
+
+def sources_digest() -> str:
+    """A digest of every planning source the twins are compiled from."""
+    digest = hashlib.sha256()
+    for module in _MODULES:
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def drop_stale_cache(folder: Path, digest: str) -> bool:
+    """Remove the twins' cached machine code in ``folder`` unless it was made from ``digest``.
+
+    Returns whether anything was dropped. The stamp is written afresh (a
+    folder that cannot be written is left as it is: numba then compiles
+    into memory only).
+    """
+    stamp = folder / _STAMP
+    try:
+        if stamp.read_text() == digest:
+            return False
+    except OSError:
+        pass
+    stems = tuple(f"{Path(m.__file__).stem}." for m in _MODULES)
+    dropped = False
+    for path in folder.iterdir() if folder.is_dir() else ():
+        if path.suffix in (".nbi", ".nbc") and path.name.startswith(stems):
+            try:
+                path.unlink()
+                dropped = True
+            except OSError:
+                pass
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:
+        pass
+    return dropped
+
+
+def _cache_folder() -> Path | None:
+    """Where numba caches the twins (``None`` where it cannot tell)."""
+    try:
+        from numba.core.caching import FunctionCache
+
+        return Path(FunctionCache(_TWINS[0])._cache_file._index_path).parent
+    except Exception:  # pragma: no cover - another numba's internals
+        return None
