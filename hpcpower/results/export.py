@@ -100,7 +100,7 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
                 (
                     t["name"][i],
                     "w0",
-                    "",
+                    t["profile"][i],
                     _num(t["submit_s"][i]),
                     int(t["res"][i]),
                     _num(t["reqtime_s"][i]),

@@ -72,6 +72,7 @@ class Results:
         table = {
             "job_id": np.array([j.id for j in jobs], dtype=np.int64),
             "name": np.array([j.name for j in jobs], dtype=object),
+            "profile": np.array([j.profile for j in jobs], dtype=object),
             "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
             "res": np.array([j.res for j in jobs], dtype=np.int64),
             "reqtime_s": np.array([j.reqtime_s for j in jobs], dtype=float),

@@ -13,7 +13,7 @@ import gzip
 import itertools
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hpcpower.errors import InputError
@@ -77,7 +77,16 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_JOB_FIELDS = ("id", "name", "submit_s", "res", "reqtime_s", "runtime_s", "user_id")
+_JOB_FIELDS = (
+    "id",
+    "name",
+    "submit_s",
+    "res",
+    "reqtime_s",
+    "runtime_s",
+    "user_id",
+    "profile",
+)
 
 
 def _can_fill_slots() -> bool:
@@ -107,6 +116,7 @@ def make_jobs(
     reqtime_s: Sequence[float],
     runtime_s: Sequence[int | float],
     user_id: Sequence[int],
+    profile: Sequence[str] | None = None,
 ) -> list[Job]:
     """Build ``Job(id=k, ...)`` for k = 0, 1, ... from parallel columns.
 
@@ -117,12 +127,22 @@ def make_jobs(
     filled directly instead; the result is identical (same fields, equality
     and hash). Otherwise the ordinary constructor is used.
 
+    Args:
+        names: Each job's identifier in its source.
+        submit_s: Submission times.
+        res: Nodes requested.
+        reqtime_s: Requested walltimes.
+        runtime_s: Actual runtimes.
+        user_id: Submitting users.
+        profile: Profile names, or ``None`` when the source has none.
+
     Returns:
         The jobs, ``jobs[k].id == k``.
     """
     n = len(names)
     ids = list(range(n))
-    cols = (ids, names, submit_s, res, reqtime_s, runtime_s, user_id)
+    profiles: Iterable[str] = itertools.repeat("", n) if profile is None else profile
+    cols = (ids, names, submit_s, res, reqtime_s, runtime_s, user_id, profiles)
     if not _FAST:
         return list(map(Job, *cols))
     jobs: list[Job] = list(map(object.__new__, itertools.repeat(Job, n)))

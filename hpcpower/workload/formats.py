@@ -98,6 +98,7 @@ def parse_spars(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
     names: list[str] = []
     cols: dict[str, list[Any]] = {"subtime": [], "res": [], "reqtime": [], "runtime": []}
     users: list[int] = []
+    profiles: list[str] = []
     for i, job in enumerate(jobs):
         f = _Fields(job, where, i)
         names.append(f.ident("job_id", "id"))
@@ -106,9 +107,10 @@ def parse_spars(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
         cols["reqtime"].append(f.number("reqtime"))
         cols["runtime"].append(f.number("runtime"))
         users.append(f.user_id())
+        profiles.append(f.ident("profile") if "profile" in job else "")
     _check_unique(names, where, "job_id")
     notes = [f"res counts processors (nb_res = {nb_res})"]
-    return _build(where, ppn, nb_res, names, cols, users, notes)
+    return _build(where, ppn, nb_res, names, cols, users, notes, profiles)
 
 
 def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
@@ -121,6 +123,7 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
     names: list[str] = []
     cols: dict[str, list[Any]] = {"subtime": [], "res": [], "reqtime": [], "runtime": []}
     users: list[int] = []
+    pnames: list[str] = []
     no_delay: dict[str, int] = {}
     filled_wall = 0
     for i, job in enumerate(jobs):
@@ -130,6 +133,7 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
         cols["res"].append(f.integer("res", minimum=1))
         walltime = f.number("walltime", required=False, missing_marker=True)
         pname = f.ident("profile")
+        pnames.append(pname)
         profile = profiles.get(pname)
         if not isinstance(profile, dict):
             raise InputError(
@@ -163,7 +167,7 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
         )
     if filled_wall:
         notes.append(f"walltime missing or -1: filled with the runtime for {filled_wall} jobs")
-    return _build(where, ppn, nb_res, names, cols, users, notes, batsim=True)
+    return _build(where, ppn, nb_res, names, cols, users, notes, pnames, batsim=True)
 
 
 def _top(obj: Any, where: str) -> tuple[int, list[Any]]:
@@ -190,6 +194,7 @@ def _build(
     cols: dict[str, list[Any]],
     users: list[int],
     notes: list[str],
+    profiles: list[str],
     batsim: bool = False,
 ) -> Workload:
     n = len(names)
@@ -227,6 +232,7 @@ def _build(
         [float(cols["reqtime"][k]) for k in order],
         [float(cols["runtime"][k]) for k in order],
         [users[k] for k in order],
+        [profiles[k] for k in order],
     )
     return Workload(jobs=jobs, source=where, max_nodes=max_nodes, notes=notes)
 

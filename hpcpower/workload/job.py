@@ -22,6 +22,9 @@ class Job:
         reqtime_s: Requested walltime in seconds.
         runtime_s: Actual runtime in seconds (unknown to policies until it ends).
         user_id: Submitting user, or -1 when unknown.
+        profile: The job's profile name in its source (Batsim and paper JSON
+            ``profile``), written to ``jobs.csv``; empty when the source has
+            none (SWF, generated workloads).
     """
 
     id: int
@@ -31,6 +34,7 @@ class Job:
     reqtime_s: float
     runtime_s: float
     user_id: int = -1
+    profile: str = ""
 
 
 @dataclass(frozen=True, slots=True)

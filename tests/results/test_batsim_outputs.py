@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from test_properties import PROPS, cases
 
-from hpcpower import Simulation, make_policy
+from hpcpower import Simulation, load_workload, make_policy
 from hpcpower.results.export import PSTATE_IDS, write_all
 from hpcpower.states import STATE_LABELS
 
@@ -110,6 +110,33 @@ def test_evalys_reads_and_plots_every_output(tmp_path):
     plt.close(fig)
     assert (tmp_path / "evalys.png").stat().st_size > 10_000
     assert energy["energy"].iloc[-1] == pytest.approx(results.summary["total_energy_j"], rel=1e-12)
+    assert set(jobs.df["profile"].astype(str)) == {"100"}  # the paper file's profile name
+
+
+def test_jobs_csv_keeps_the_batsim_profile_names(tmp_path):
+    """A Batsim workload's profile names reach jobs.csv beside the job ids."""
+    from conftest import tiny_platform
+
+    workload = {
+        "nb_res": 2,
+        "jobs": [
+            {"id": "a", "subtime": 0, "res": 1, "walltime": 100, "profile": "short"},
+            {"id": "b", "subtime": 5, "res": 2, "walltime": 100, "profile": "long"},
+        ],
+        "profiles": {
+            "short": {"type": "delay", "delay": 10},
+            "long": {"type": "delay", "delay": 30},
+        },
+    }
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(workload))
+    jobs = load_workload(path).jobs
+    write_all(Simulation(tiny_platform(2), jobs, make_policy("fcfs-easy")).run(), tmp_path / "o")
+    rows = read_rows(tmp_path / "o" / "jobs.csv")
+    assert [(r["job_id"], r["profile"], r["finish_time"]) for r in rows] == [
+        ("a", "short", "10"),
+        ("b", "long", "40"),
+    ]
 
 
 def _energy_rows(results, tmp_path):
