@@ -34,7 +34,7 @@ def _parse_sets(items: Sequence[str]) -> dict[str, object]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from hpcpower.results.export import check_out, write_all
+    from hpcpower.results.export import check_out, require_parquet, write_all
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
 
@@ -62,6 +62,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         Path(args.out) if args.out else _default_out(config["simulation"]["name"], sim.policy.name)
     )
     check_out(out, force=args.force)
+    if args.parquet:
+        require_parquet()
     if not args.quiet:  # (stderr: --json keeps stdout clean anyway)
         for line in _workload_warnings(sim):
             print(f"hpcpower: warning: {line}", file=sys.stderr)
@@ -78,7 +80,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
-    paths = write_all(results, out, force=args.force)
+    paths = write_all(results, out, force=args.force, parquet=args.parquet)
     if args.json:
         from hpcpower.results.export import summary_json
 
@@ -295,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing, show no progress")
     run.add_argument(
         "--json", action="store_true", help="print the summary as JSON on stdout (for scripts)"
+    )
+    run.add_argument(
+        "--parquet",
+        action="store_true",
+        help='also write the tables as Parquet (needs pip install "hpcpower[tables]")',
     )
     run.set_defaults(func=_cmd_run)
 

@@ -21,3 +21,25 @@ class IllegalTransition(HpcpowerError, RuntimeError):
 
 class PolicyError(HpcpowerError, RuntimeError):
     """A policy returned a decision the engine cannot apply."""
+
+
+class MissingExtra(HpcpowerError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+def require(module: str, extra: str, purpose: str) -> None:
+    """Import ``module`` or raise :class:`MissingExtra` naming ``pip install "hpcpower[extra]"``.
+
+    Args:
+        module: The module to import, e.g. ``"pyarrow"``.
+        extra: The package extra that installs it, e.g. ``"tables"``.
+        purpose: What needs it, for the message (``"Parquet output"``).
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtra(
+            f'{purpose} needs {module}, which is not installed: pip install "hpcpower[{extra}]"'
+        ) from exc

@@ -1,8 +1,11 @@
-"""Write results to files: ``summary.json``, Batsim-style ``jobs.csv`` and ``machine_states.csv``.
+"""Write results to files: ``summary.json`` and Batsim's outputs, optionally Parquet tables.
 
-The two CSV files follow Batsim's output so that evalys and Batsim users can
+The CSV files follow Batsim's output so that evalys and Batsim users can
 read them: job times in seconds, allocations as interval sets (``0-3 8``),
-machine states as counts per state whenever they change.
+machine states as counts per state whenever they change. With
+``parquet=True`` the tables of :meth:`Results.to_pandas` are also written as
+Parquet files (``jobs``, ``nodes``, ``states``, ``decisions``), each carrying
+the run's summary in its metadata under ``hpcpower.summary``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcpower.errors import InputError
+from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_LABELS, NodeState
 
@@ -400,11 +403,49 @@ RESULT_FILES = frozenset(
         "consumed_energy.csv",
         "schedule.json",
         "decisions.csv",
+        "jobs.parquet",
+        "nodes.parquet",
+        "states.parquet",
+        "decisions.parquet",
     }
 )
 
+#: The Parquet files of ``write_all(..., parquet=True)``: file -> ``Results.to_pandas`` table.
+PARQUET_TABLES = {
+    "jobs.parquet": "jobs",
+    "nodes.parquet": "nodes",
+    "states.parquet": "states",
+    "decisions.parquet": "decisions",
+}
 
-def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> list[Path]:
+
+def require_parquet() -> None:
+    """Fail early, naming the extra to install, when Parquet output cannot be written."""
+    require("pandas", "tables", "Parquet output")
+    require("pyarrow", "tables", "Parquet output")
+
+
+def write_parquet(results: Results, path: str | Path, table: str) -> None:
+    """Write one of :meth:`Results.to_pandas`'s tables as Parquet, the summary in its metadata.
+
+    Args:
+        results: The run.
+        path: The ``.parquet`` file to write.
+        table: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``.
+    """
+    require_parquet()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(results.to_pandas(table), preserve_index=False)
+    meta = dict(arrow.schema.metadata or {})
+    meta[b"hpcpower.summary"] = summary_json(results).encode()
+    pq.write_table(arrow.replace_schema_metadata(meta), path)
+
+
+def write_all(
+    results: Results, out_dir: str | Path, *, force: bool = False, parquet: bool = False
+) -> list[Path]:
     """Write every output file into ``out_dir`` as one step; returns the paths.
 
     The files are written into a hidden temporary folder beside ``out_dir``
@@ -412,7 +453,15 @@ def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> 
     write (Ctrl-C, SIGTERM, a full disk) leaves the previous result or none,
     never a mix or a truncated file. An existing result folder is replaced
     only with ``force`` (see :func:`check_out`).
+
+    Args:
+        results: The run.
+        out_dir: The result folder.
+        force: Replace a result already there.
+        parquet: Also write the tables as Parquet (needs ``hpcpower[tables]``).
     """
+    if parquet:
+        require_parquet()
     out = check_out(out_dir, force=force)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
@@ -430,6 +479,11 @@ def write_all(results: Results, out_dir: str | Path, *, force: bool = False) -> 
         if results.decisions:
             names.append("decisions.csv")
             write_decisions_csv(results, staging / names[-1])
+        if parquet:
+            for name, table in PARQUET_TABLES.items():
+                if table != "decisions" or results.decisions:
+                    write_parquet(results, staging / name, table)
+                    names.append(name)
         _swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpower.errors import PolicyError
+from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
 
 if TYPE_CHECKING:
@@ -221,6 +221,7 @@ class Results:
 
     def to_pandas(self, what: str = "jobs"):
         """A table as a DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
+        require("pandas", "tables", "Results.to_pandas")
         import pandas as pd
 
         if what == "jobs":
