@@ -162,9 +162,31 @@ def load_platform(name_or_path: str | Path) -> Platform:
 
 
 def _field(obj: dict, key: str, where: str):
-    if not isinstance(obj, dict) or key not in obj:
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: must be a JSON object, got {_kind(obj)}")
+    if key not in obj:
         raise InputError(f"{where}: missing field {key!r}")
     return obj[key]
+
+
+def _object(obj: dict, key: str, where: str) -> dict:
+    value = _field(obj, key, where)
+    if not isinstance(value, dict):
+        raise InputError(f"{where}.{key}: must be a JSON object, got {_kind(value)}")
+    return value
+
+
+def _kind(value) -> str:
+    """How a JSON value reads in an error message: ``a list``, ``the number 3``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _number(value, where: str) -> float:
@@ -179,23 +201,34 @@ def _id_ranges(spec, where: str) -> list[int]:
     ids: list[int] = []
     items = spec if isinstance(spec, list) else [spec]
     for k, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise InputError(f'{where}[{k}]: expected a node id or a range like "0-63"')
         text = str(item)
         try:
             if "-" in text:
                 lo, hi = (int(x) for x in text.split("-", 1))
-                ids.extend(range(lo, hi + 1))
             else:
-                ids.append(int(text))
+                lo = hi = int(text)
         except ValueError:
             raise InputError(f"{where}[{k}]: bad node id range {item!r}") from None
+        if lo < 0 or hi < lo:
+            raise InputError(f"{where}[{k}]: node id range {item!r} holds no node")
+        ids.extend(range(lo, hi + 1))
+    if not ids:
+        raise InputError(f"{where}: no node ids")
     return ids
 
 
 def _transition(states: dict, src: str, dst: str, where: str) -> Duration:
     state = _field(states, src, f"{where}.states")
-    for k, tr in enumerate(_field(state, "transitions", f"{where}.states.{src}")):
+    listed = _field(state, "transitions", f"{where}.states.{src}")
+    if not isinstance(listed, list):
+        raise InputError(f"{where}.states.{src}.transitions: must be a list, got {_kind(listed)}")
+    for k, tr in enumerate(listed):
+        here = f"{where}.states.{src}.transitions[{k}]"
+        if not isinstance(tr, dict):
+            raise InputError(f"{here}: must be a JSON object, got {_kind(tr)}")
         if tr.get("state") == dst:
-            here = f"{where}.states.{src}.transitions[{k}]"
             mean = _number(_field(tr, "transition_time", here), f"{here}.transition_time")
             return Duration(mean, _number(tr.get("std", 0.0), f"{here}.std"))
     raise InputError(f"{where}.states.{src}: no transition to {dst!r}")
@@ -224,12 +257,12 @@ def parse_spars_platform(data: dict, *, name: str, where: str) -> Platform:
     owner: dict[int, int] = {}
     for m, machine in enumerate(machines):
         here = f"{where}: machines[{m}]"
-        profiles = _field(machine, "dvfs_profiles", here)
+        profiles = _object(machine, "dvfs_profiles", here)
         mode = machine.get("dvfs_mode", "base")
-        if mode not in profiles:
+        if not isinstance(mode, str) or mode not in profiles:
             raise InputError(f"{here}.dvfs_mode: profile {mode!r} not in dvfs_profiles")
         profile = profiles[mode]
-        states = _field(machine, "states", here)
+        states = _object(machine, "states", here)
         idle_w = _number(_field(profile, "power_idle", f"{here}.dvfs_profiles.{mode}"), here)
         compute_w = _number(
             _field(profile, "power_compute", f"{here}.dvfs_profiles.{mode}"),

@@ -7,6 +7,7 @@ command in a subprocess to check exit codes and the absence of tracebacks.
 from __future__ import annotations
 
 import csv
+import importlib.resources
 import json
 import shutil
 import subprocess
@@ -571,6 +572,57 @@ def test_a_malformed_platform_file_is_one_line(tiny_scenario, tmp_path, capsys, 
         capsys, "run", tiny_scenario, "--platform", platform, "--out", tmp_path / "o"
     )
     assert_clean_error(code, out, err, "bad.json", *needles)
+
+
+def _preset_with(path: tuple, value) -> str:
+    """The aoba-64 preset's JSON with one field replaced (or removed when value is ...)."""
+    data = json.loads(
+        (importlib.resources.files("hpcpower") / "platforms" / "aoba-64.json").read_text()
+    )
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if value is ...:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return json.dumps(data)
+
+
+_MACHINE = ("machines", 0)
+_OFF = (*_MACHINE, "states", "switching_off")
+
+
+@pytest.mark.parametrize(
+    "path,value,needle",
+    [
+        ((*_MACHINE, "id"), [], "machines[0].id: no node ids"),
+        ((*_MACHINE, "id"), ["5-2"], "machines[0].id[0]: node id range '5-2' holds no node"),
+        ((*_MACHINE, "id"), [True], 'machines[0].id[0]: expected a node id or a range like "0-63"'),
+        (
+            (*_OFF, "transitions"),
+            {"state": "sleeping"},
+            "switching_off.transitions: must be a list",
+        ),
+        ((*_OFF, "transitions"), [], "states.switching_off: no transition to 'sleeping'"),
+        ((*_OFF, "transitions", 0), "sleeping", "transitions[0]: must be a JSON object"),
+        ((*_MACHINE, "dvfs_profiles"), 3, "machines[0].dvfs_profiles: must be a JSON object"),
+        ((*_MACHINE, "dvfs_mode"), ["base"], "machines[0].dvfs_mode: profile ['base'] not in"),
+        ((*_MACHINE, "states"), ..., "machines[0]: missing field 'states'"),
+    ],
+)
+def test_a_platform_with_a_bad_field_is_one_line_naming_it(
+    tiny_scenario, tmp_path, capsys, path, value, needle
+):
+    """Before, an empty id list ran and ended in ZeroDivisionError; bad transitions were
+    tracebacks."""
+    platform = tmp_path / "bad.json"
+    platform.write_text(_preset_with(path, value))
+    code, out, err = cli(
+        capsys, "run", tiny_scenario, "--platform", platform, "--out", tmp_path / "o"
+    )
+    assert_clean_error(code, out, err, "bad.json", needle)
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_run_says_what_the_reader_did_and_warns_of_a_larger_traced_machine(

@@ -339,7 +339,11 @@ def write_summary_json(results: Results, path: str | Path) -> None:
 
 
 def write_decisions_csv(results: Results, path: str | Path) -> None:
-    """Write the controller's decision log, one row per logged pass."""
+    """Write the controller's decision log, one row per logged pass.
+
+    A NaN (a quantity the pass did not compute) is an empty field, as in the
+    other CSV files, and so is a key that a row does not have.
+    """
     rows = results.decisions
     columns: list[str] = []
     for row in rows:
@@ -350,7 +354,9 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         for row in rows:
-            writer.writerow(row)
+            writer.writerow(
+                {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            )
 
 
 def check_out(out_dir: str | Path, *, force: bool = False) -> Path:

@@ -318,6 +318,20 @@ def test_write_all_writes_every_file_and_decisions_only_when_logged(tmp_path):
     assert [float(r[0]) for r in rows[1:]] == [d["time_s"] for d in res.decisions]
 
 
+def test_nan_in_the_decision_log_is_an_empty_field(tmp_path):
+    class WithNan(Noted):
+        def decide(self, view) -> Decision:
+            decision = super().decide(view)
+            decision.note.update(x=math.nan, y=1.5)
+            return decision
+
+    sim = Simulation(tiny_platform(1), [job(0, 0, 1, 10)], WithNan({0.0: {"start": [(0, [0])]}}))
+    paths = write_all(sim.run(), tmp_path / "o")
+    rows = read_csv(paths[-1])
+    assert rows[0] == ["time_s", "queue", "x", "y"]
+    assert [r[2:] for r in rows[1:]] == [["", "1.5"]] * (len(rows) - 1)
+
+
 def test_a_job_killed_at_its_walltime_is_not_reported_as_successful(tmp_path):
     sim = Simulation(
         tiny_platform(1),

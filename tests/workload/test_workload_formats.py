@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcpower.errors import InputError
+from hpcpower.scenario import resolve, simulation_args
 from hpcpower.workload import Job, load_workload, read_batsim_json, read_spars_json, trace_info
 from hpcpower.workload._io import make_jobs
 
@@ -285,3 +286,27 @@ def test_batsim_numbers_too_large_name_the_field(tmp_path, key, value):
     job = {"id": 1, "subtime": 0, "res": 1, "walltime": 50, "profile": "d100", key: value}
     with pytest.raises(InputError, match=rf"jobs\[0\]\.{key}: .*2\*\*53 or beyond"):
         read_batsim_json(dump(tmp_path, batsim_doc([job])))
+
+
+def _json_scenario(tmp_path, selection: str) -> dict:
+    jobs = [
+        {"job_id": n, "subtime": t, "res": 1, "reqtime": 100, "runtime": 10}
+        for n, t in ((11, 300), (12, 100), (13, 200), (14, 400))
+    ]
+    (tmp_path / "w.json").write_text(json.dumps({"nb_res": 4, "jobs": jobs}))
+    (tmp_path / "s.toml").write_text(f'[workload]\npath = "w.json"\n{selection}\n')
+    args, _ = simulation_args(resolve(tmp_path / "s.toml"))
+    return args[1]
+
+
+def test_json_first_keeps_the_first_jobs_in_submit_order_unshifted(tmp_path):
+    """As docs/reference/scenarios.md says: JSON ``first`` counts in submit order."""
+    w = _json_scenario(tmp_path, "first = 2")
+    assert [(j.id, j.name, j.submit_s) for j in w.jobs] == [(0, "12", 100.0), (1, "13", 200.0)]
+
+
+def test_json_jobs_i_to_j_are_in_submit_order_and_shifted_to_arrive_from_0(tmp_path):
+    """As documented: jobs i..j are 1-based in submit order; job i arrives at 0."""
+    w = _json_scenario(tmp_path, 'jobs = "2..3"')
+    assert [(j.id, j.name, j.submit_s) for j in w.jobs] == [(0, "13", 0.0), (1, "11", 100.0)]
+    assert "kept jobs 2..3 of 4" in w.notes

@@ -43,6 +43,17 @@ def _integer(name: str, value: Any) -> int:
     return int(value)
 
 
+#: The settings that take ``None`` (``"none"`` in a scenario file or ``--set``).
+_OPTIONAL = (
+    "max_spare_nodes",
+    "spare_arrival_window_s",
+    "timeout_s",
+    "arrival_rate",
+    "service_rate",
+    "resource_pmf",
+)
+
+
 @dataclass(frozen=True)
 class IconConfig:
     """Every setting of SNF-ICON, with the paper's values as defaults.
@@ -114,6 +125,11 @@ class IconConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        # Scenario files and --set have no null: "none" spells it for these settings.
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if isinstance(value, str) and value.strip().lower() == "none":
+                put(self, name, None)
         for name in ("alpha", "beta", "runtime_log_sigma_floor", "markov_cv_tolerance"):
             value = _real(name, getattr(self, name))
             if value < 0:
