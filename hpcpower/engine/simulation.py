@@ -60,6 +60,11 @@ AUTO_KERNELS_S = 3.0
 #: no job left to arrive, no transition) and it did nothing, before a run
 #: stops as stuck (a policy may wait on purpose, so the bound is generous).
 IDLE_PASS_LIMIT = 100_000
+#: Passes less than this far apart (seconds) count as one instant for the
+#: stuck-run bound, so a policy that asks to be called back a float's
+#: resolution later (``math.nextafter(now, inf)``, ``now + 1e-12``) is
+#: stopped like one that asks for ``now``.
+INSTANT_S = 1e-6
 #: Why a controller pass runs (see :class:`~hpcpower.engine.contract.SystemView`).
 TRIGGERS = ("start", "arrival", "completion", "transition", "wakeup", "commands")
 _TRIGGER_BIT = {name: 1 << k for k, name in enumerate(TRIGGERS)}
@@ -284,7 +289,7 @@ class Simulation:
         if self.finished:
             return
         now = self.env.now
-        if now == self._instant:
+        if now - self._instant < INSTANT_S:
             self._passes_here += 1
             if self._passes_here > self._instant_limit:
                 raise PolicyError(self._stuck_at_one_instant(now))
@@ -349,19 +354,24 @@ class Simulation:
 
     def _stuck_at_one_instant(self, now: float) -> str:
         """Why the run stopped: passes without simulated time moving on."""
-        last = self.last_decision
-        doing = "does nothing"
-        if last is not None and (last.switch_off or last.switch_on or last.start):
-            doing = (
-                f"keeps commanding (last pass: switch off {sorted(last.switch_off)[:8]}, "
-                f"switch on {sorted(last.switch_on)[:8]}, start {len(last.start)} jobs)"
-            )
-        return (
+        head = (
             f"{self.policy.name}: {self._passes_here - 1} controller passes at t={now!r} s "
-            f"without simulated time moving on; the policy {doing}. Transitions that take no "
-            "time with an idle timeout of 0 s switch nodes off and on forever: give the "
-            "transitions a duration or the timeout a positive value"
+            f"without simulated time moving on (by {INSTANT_S:g} s or more); the policy "
         )
+        last = self.last_decision
+        if last is not None and (last.switch_off or last.switch_on or last.start):
+            return head + (
+                f"keeps commanding (last pass: switch off {sorted(last.switch_off)[:8]}, "
+                f"switch on {sorted(last.switch_on)[:8]}, start {len(last.start)} jobs). "
+                "Transitions that take no time with an idle timeout of 0 s switch nodes off "
+                "and on forever: give the transitions a duration or the timeout a positive value"
+            )
+        if last is not None and last.call_at:
+            return head + (
+                f"only asks to be called back less than {INSTANT_S:g} s later "
+                f"(last: t={max(last.call_at)!r} s): ask for a later time"
+            )
+        return head + "does nothing"
 
     def _stuck_waiting(self, now: float) -> str:
         """Why the run stopped: a policy that only asks to be called back while jobs wait."""

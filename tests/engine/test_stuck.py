@@ -53,6 +53,32 @@ def test_nodes_switched_off_and_on_forever_at_one_instant(policy):
     assert "\n" not in out
 
 
+@pytest.mark.parametrize("later", ["math.nextafter(view.now, math.inf)", "view.now + 1e-12"])
+def test_a_policy_that_asks_to_be_called_back_a_float_resolution_later(later):
+    """Time that advances by less than it can resolve is time that does not move on."""
+    out, seconds = run_until_stopped(
+        f"""
+        import math
+
+        class Creeper(Policy):
+            name = "creeper"
+
+            def decide(self, view):
+                return Decision(call_at=[{later}])
+
+        jobs = [job(0, 1e9, 1, 10), job(1, 2e9, 1, 10)]
+        try:
+            Simulation(tiny_platform(2), jobs, Creeper()).run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert seconds < 10
+    assert out.startswith("creeper: 1008 controller passes at t=")
+    assert "without simulated time moving on (by 1e-06 s or more); the policy only asks" in out
+    assert out.endswith("s): ask for a later time")
+
+
 def test_a_policy_that_only_asks_to_be_called_back():
     out, seconds = run_until_stopped(
         """
