@@ -31,7 +31,7 @@ import heapq
 import math
 from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import simpy
@@ -424,11 +424,13 @@ class Simulation:
         counts = self.cluster.counts
         now = self.env.now
         rows = self._state_rows
+        # Unpacked by name so that the row keeps its fixed shape for a type checker.
+        sleeping, switching_on, idle, computing, switching_off = counts
         if rows and rows[-1][0] == now:
-            rows[-1] = (now, *counts)
+            rows[-1] = (now, sleeping, switching_on, idle, computing, switching_off)
             self._last_counts = counts.copy()
         elif not rows or counts != self._last_counts:
-            rows.append((now, *counts))
+            rows.append((now, sleeping, switching_on, idle, computing, switching_off))
             self._last_counts = counts.copy()
 
     # -------------------------------------------------------------- running
@@ -436,6 +438,14 @@ class Simulation:
     def now(self) -> float:
         """Current simulated time in seconds."""
         return self.env.now
+
+    # Typed per call: run() to the end always has a record, run(until=t) never does.
+    @overload
+    def run(self, until: None = None, *, progress: bool = False) -> RunRecord: ...
+    @overload
+    def run(self, until: float, *, progress: bool = False) -> None: ...
+    @overload
+    def run(self, until: float | None, *, progress: bool = False) -> RunRecord | None: ...
 
     def run(self, until: float | None = None, *, progress: bool = False) -> RunRecord | None:
         """Run to the end (returns the :meth:`record`) or to ``until`` (returns ``None``).
