@@ -36,6 +36,7 @@ from typing import Any, overload
 import numpy as np
 import simpy
 from simpy.core import EmptySchedule
+from simpy.events import EventPriority
 
 from hpcpower._version import __version__
 from hpcpower.engine import _simpy
@@ -51,7 +52,7 @@ from hpcpower.workload.job import Job, Workload
 
 #: SimPy orders same-time events by priority (URGENT 0, NORMAL 1). The
 #: controller pass uses a lower priority so it follows every event of its instant.
-CONTROLLER_PRIORITY = 2
+CONTROLLER_PRIORITY = EventPriority(2)
 #: ``kernels="auto"`` uses the compiled twins when the numpy path is
 #: expected to take at least this long (seconds): below it, loading them
 #: (and compiling, the first time) would cost more than it saves.
