@@ -46,6 +46,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides["simulation.seed"] = args.seed
     source = Path(args.scenario)
+    scenario: Path | None = source
     if source.suffix.lower() != ".toml":
         # A workload file run as it is: the settings are the defaults and --set.
         if "workload.path" in overrides:
@@ -54,8 +55,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         overrides["workload.path"] = str(source)
         overrides.setdefault("simulation.name", _trace_name(source))
-        source = None
-    config = resolve(source, overrides)
+        scenario = None
+    config = resolve(scenario, overrides)
     sim = Simulation.from_config(config)
     # The output folder is checked before the run, which may be long.
     out = (

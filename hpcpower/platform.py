@@ -125,8 +125,14 @@ class Platform:
             raise InputError(f"platform {name}: n_nodes must be at least 1, got {n_nodes}")
         on = switch_on_s if isinstance(switch_on_s, Duration) else Duration(float(switch_on_s))
         off = switch_off_s if isinstance(switch_off_s, Duration) else Duration(float(switch_off_s))
-        power = (sleeping_w, switching_on_w, idle_w, computing_w, switching_off_w)
-        node_type = NodeType(name, tuple(float(p) for p in power), on, off)
+        power = (
+            float(sleeping_w),
+            float(switching_on_w),
+            float(idle_w),
+            float(computing_w),
+            float(switching_off_w),
+        )
+        node_type = NodeType(name, power, on, off)
         return cls(name, (node_type,), (0,) * n_nodes)
 
 

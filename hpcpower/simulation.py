@@ -10,7 +10,7 @@ from a scenario file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from hpcpower.engine import simulation as _engine
 from hpcpower.results.records import Results
@@ -22,6 +22,16 @@ class Simulation(_engine.Simulation):
 
     The arguments are those of :class:`hpcpower.engine.simulation.Simulation`.
     """
+
+    # Reporting Results where the engine returns its plain record is the point
+    # of this class, so its run() cannot be a type-compatible override; the
+    # engine's class is never used in its place.
+    @overload  # type: ignore[override]
+    def run(self, until: None = None, *, progress: bool = False) -> Results: ...
+    @overload
+    def run(self, until: float, *, progress: bool = False) -> None: ...
+    @overload
+    def run(self, until: float | None, *, progress: bool = False) -> Results | None: ...
 
     def run(self, until: float | None = None, *, progress: bool = False) -> Results | None:
         """Run to the end (returns the :class:`Results`) or to ``until`` (returns ``None``).

@@ -18,6 +18,7 @@ import heapq
 import itertools
 
 import simpy
+from simpy.events import EventPriority
 
 #: SimPy orders same-time events by priority (URGENT 0, NORMAL 1).
 URGENT = simpy.events.URGENT
@@ -67,7 +68,7 @@ class Recurring:
         self._queue = env._queue
         self._eid = env._eid
 
-    def schedule(self, priority: int, delay: float = 0.0) -> None:
+    def schedule(self, priority: EventPriority, delay: float = 0.0) -> None:
         """Fire at ``now + delay`` with ``priority`` (``env.schedule``, unchecked)."""
         event = self._event
         event.callbacks = self._callbacks
@@ -85,7 +86,9 @@ def process(env: simpy.Environment, until: float, run) -> None:
     pop = heapq.heappop
     while not run.finished and queue and queue[0][0] < until:
         env._now, _, _, event = pop(queue)
-        callbacks, event.callbacks = event.callbacks, None
+        # SimPy marks a processed event with callbacks None, which its own
+        # annotation (a list) does not allow; Environment.step ignores it too.
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
         for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):

@@ -462,6 +462,32 @@ class ClusterView:
         *_VIEW_ARRAYS,
     )
 
+    # The slots are filled by name in __init__; these declarations tell a
+    # type checker what each holds (annotations alone make no class attribute).
+    _cluster: Cluster
+    _idle_since: MappingProxyType[int, float] | None
+    platform: Platform
+    n_nodes: int
+    unit_speed: bool
+    node_arrays: tuple[np.ndarray, ...]
+    idle: NodeSet
+    sleeping: NodeSet
+    switching_on: NodeSet
+    switching_off: NodeSet
+    state: np.ndarray
+    since: np.ndarray
+    job_on: np.ndarray
+    expected_end_s: np.ndarray
+    transition_end_s: np.ndarray
+    power_w: np.ndarray
+    idle_w: np.ndarray
+    switching_on_w: np.ndarray
+    switching_off_w: np.ndarray
+    switch_on_mean_s: np.ndarray
+    switch_off_mean_s: np.ndarray
+    speed: np.ndarray
+    ids: np.ndarray
+
     def __init__(self, cluster: Cluster) -> None:
         put = object.__setattr__
         put(self, "_cluster", cluster)
@@ -481,7 +507,8 @@ class ClusterView:
     @property
     def counts(self) -> tuple[int, int, int, int, int]:
         """Nodes in each state, indexed by :class:`~hpcpower.states.NodeState`."""
-        return tuple(self._cluster.counts)
+        sleeping, switching_on, idle, computing, switching_off = self._cluster.counts
+        return (sleeping, switching_on, idle, computing, switching_off)
 
     @property
     def idle_since(self) -> Mapping[int, float]:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from hpcpower.engine.cluster import ClusterView
     from hpcpower.engine.queue import QueueView, Running
@@ -69,12 +71,12 @@ class Planned:
     Attributes:
         job: The queued job.
         start_s: Planned start time (``now`` for jobs starting in this pass).
-        nodes: The nodes it is planned on.
+        nodes: The nodes it is planned on (an integer array, or any sequence of ids).
     """
 
     job: Job
     start_s: float
-    nodes: Sequence[int]
+    nodes: np.ndarray | Sequence[int]
 
 
 @dataclass
@@ -92,7 +94,7 @@ class Decision:
         note: Diagnostics for the decision log (a flat dict of scalars).
     """
 
-    start: list[tuple[Job, Sequence[int]]] = field(default_factory=list)
+    start: list[tuple[Job, np.ndarray | Sequence[int]]] = field(default_factory=list)
     switch_off: list[int] = field(default_factory=list)
     switch_on: list[int] = field(default_factory=list)
     call_at: list[float] = field(default_factory=list)

@@ -42,7 +42,7 @@ class JobQueue:
         self._slot: dict[int, int] = {}
         self._used = 0
         self._columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._views: tuple[np.ndarray, ...] | None = None
+        self._views: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def push(self, job: Job) -> None:
         """Add an arrived job."""
@@ -112,8 +112,11 @@ class JobQueue:
         views = self._views
         if views is None or views[0].base is not self._ids:
             # Made again only after a compaction replaced the buffers.
-            views = self._views = tuple(
-                read_only(a) for a in (self._ids, self._res, self._req, self._alive)
+            views = self._views = (
+                read_only(self._ids),
+                read_only(self._res),
+                read_only(self._req),
+                read_only(self._alive),
             )
         return (*views, self._used)
 
@@ -148,9 +151,7 @@ class JobQueue:
         return list(self._snf_jobs)
 
     def __repr__(self) -> str:
-        head = ", ".join(f"{j.id}({j.res}n)" for j in list(self._fcfs.values())[:8])
-        more = "…" if len(self) > 8 else ""
-        return f"<JobQueue {len(self)} waiting: {head}{more}>"
+        return _describe(self._fcfs)
 
 
 class QueueView:
@@ -190,7 +191,14 @@ class QueueView:
         return iter(self._jobs.values())
 
     def __repr__(self) -> str:
-        return repr(self.fcfs.__self__)
+        return _describe(self._jobs)
+
+
+def _describe(waiting: dict[int, Job]) -> str:
+    """The queue's repr: how many jobs wait, and the first few as ``id(res n)``."""
+    head = ", ".join(f"{j.id}({j.res}n)" for j in list(waiting.values())[:8])
+    more = "…" if len(waiting) > 8 else ""
+    return f"<JobQueue {len(waiting)} waiting: {head}{more}>"
 
 
 @dataclass(frozen=True, slots=True)

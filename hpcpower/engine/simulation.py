@@ -31,11 +31,12 @@ import heapq
 import math
 from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import simpy
 from simpy.core import EmptySchedule
+from simpy.events import EventPriority
 
 from hpcpower._version import __version__
 from hpcpower.engine import _simpy
@@ -51,7 +52,7 @@ from hpcpower.workload.job import Job, Workload
 
 #: SimPy orders same-time events by priority (URGENT 0, NORMAL 1). The
 #: controller pass uses a lower priority so it follows every event of its instant.
-CONTROLLER_PRIORITY = 2
+CONTROLLER_PRIORITY = EventPriority(2)
 #: ``kernels="auto"`` uses the compiled twins when the numpy path is
 #: expected to take at least this long (seconds): below it, loading them
 #: (and compiling, the first time) would cost more than it saves.
@@ -434,11 +435,13 @@ class Simulation:
         counts = self.cluster.counts
         now = self.env.now
         rows = self._state_rows
+        # Unpacked by name so that the row keeps its fixed shape for a type checker.
+        sleeping, switching_on, idle, computing, switching_off = counts
         if rows and rows[-1][0] == now:
-            rows[-1] = (now, *counts)
+            rows[-1] = (now, sleeping, switching_on, idle, computing, switching_off)
             self._last_counts = counts.copy()
         elif not rows or counts != self._last_counts:
-            rows.append((now, *counts))
+            rows.append((now, sleeping, switching_on, idle, computing, switching_off))
             self._last_counts = counts.copy()
 
     # -------------------------------------------------------------- running
@@ -446,6 +449,14 @@ class Simulation:
     def now(self) -> float:
         """Current simulated time in seconds."""
         return self.env.now
+
+    # Typed per call: run() to the end always has a record, run(until=t) never does.
+    @overload
+    def run(self, until: None = None, *, progress: bool = False) -> RunRecord: ...
+    @overload
+    def run(self, until: float, *, progress: bool = False) -> None: ...
+    @overload
+    def run(self, until: float | None, *, progress: bool = False) -> RunRecord | None: ...
 
     def run(self, until: float | None = None, *, progress: bool = False) -> RunRecord | None:
         """Run to the end (returns the :meth:`record`) or to ``until`` (returns ``None``).

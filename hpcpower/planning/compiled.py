@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from hpcpower.planning import common, easy, gang, release, select, timelines
 from hpcpower.planning._numba import _TWINS, AVAILABLE
@@ -87,8 +88,15 @@ def sources_digest() -> str:
     """A digest of every planning source the twins are compiled from."""
     digest = hashlib.sha256()
     for module in _MODULES:
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(_source(module).read_bytes())
     return digest.hexdigest()
+
+
+def _source(module: ModuleType) -> Path:
+    """The file a planning module was loaded from (numba compiles and caches from it)."""
+    if module.__file__ is None:
+        raise RuntimeError(f"{module.__name__} was not loaded from a file")
+    return Path(module.__file__)
 
 
 def drop_stale_cache(folder: Path, digest: str) -> bool:
@@ -104,7 +112,7 @@ def drop_stale_cache(folder: Path, digest: str) -> bool:
             return False
     except OSError:
         pass
-    stems = tuple(f"{Path(m.__file__).stem}." for m in _MODULES)
+    stems = tuple(f"{_source(m).stem}." for m in _MODULES)
     dropped = False
     for path in folder.iterdir() if folder.is_dir() else ():
         if path.suffix in (".nbi", ".nbc") and path.name.startswith(stems):

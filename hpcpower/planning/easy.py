@@ -173,7 +173,8 @@ def project(now: float, cluster, base: ReleaseMap, started, head, rest) -> Itera
     i = 0  # next job to place
     ahead: tuple | None = None  # its FCFS-forward entry (index, start, nodes)
     done = n_rest == 0  # no further job will be placed
-    fewest = shortest = None  # suffix minima of res and walltimes, made when needed
+    # Suffix minima of res and walltimes, made when needed.
+    minima: tuple[list[int], list[float]] | None = None
     gap_bound = -np.inf  # earliest gap start for the remaining jobs (a stale value is a bound)
     placed_since_bound = 0
     batch = 1
@@ -188,22 +189,26 @@ def project(now: float, cluster, base: ReleaseMap, started, head, rest) -> Itera
                 ahead = (i, barrier, nodes)
         if pending:
             top = pending[0][0]
-            if done or top <= min(ahead[1], gap_bound):
+            # (Past the block above, ``ahead`` is None exactly when ``done``.)
+            if ahead is None or top <= min(ahead[1], gap_bound):
                 yield heapq.heappop(pending)[2]
                 continue
             if ahead[1] >= top and placed_since_bound >= batch:
                 # Only the gap bound holds the next entry back: refresh it.
                 # (Refreshes that do not help are spaced out, doubling.)
-                if fewest is None:
-                    fewest = np.minimum.accumulate(res[::-1])[::-1].tolist()
-                    shortest = np.minimum.accumulate(req[::-1])[::-1].tolist()
+                if minima is None:
+                    minima = (
+                        np.minimum.accumulate(res[::-1])[::-1].tolist(),
+                        np.minimum.accumulate(req[::-1])[::-1].tolist(),
+                    )
+                fewest, shortest = minima
                 gap_bound = lines.earliest_start(fewest[i], shortest[i], now)
                 placed_since_bound = 0
                 if top <= gap_bound:
                     batch = 1
                     continue
                 batch *= 2
-        elif done:
+        elif ahead is None:
             return
         _, fcfs_start, fcfs_nodes = ahead
         ahead = None

@@ -28,6 +28,8 @@ are their compiled twins (the numpy form calls them when ``compiled``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from hpcpower.planning import select as _select_mod
@@ -230,7 +232,7 @@ class ReleaseMap:
         cost = self.base_j[nodes] + self.gap_w[nodes] * (start - rel[eligible])
         return nodes[cheapest_order(r, cost, self.tie_key[nodes])], start
 
-    def occupy(self, nodes: np.ndarray, until: float) -> None:
+    def occupy(self, nodes: np.ndarray | Sequence[int], until: float) -> None:
         """Mark ``nodes`` as busy until ``until`` (a planned or started job)."""
         self.release[nodes] = until
 

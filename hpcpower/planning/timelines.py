@@ -254,8 +254,8 @@ class Timelines:
             return bool(fits.any(axis=1).all())
         for node in nodes.tolist():
             a_list, b_list = self._lists(node)
-            for a, b in zip(a_list, b_list, strict=True):
-                if a <= start < b and finish <= b + EPS:
+            for lo, hi in zip(a_list, b_list, strict=True):
+                if lo <= start < hi and finish <= hi + EPS:
                     break
             else:
                 return False

@@ -129,7 +129,10 @@ class ArraySchedule(Schedule):
 
     def _load(self) -> tuple:
         if self._arrays is None:
-            got = self._compute()
+            # Set until the arrays are, then dropped so that the planner's closure can go.
+            compute = self._compute
+            assert compute is not None
+            got = compute()
             self._compute = None
             if got is None:
                 got = (None, np.empty(0), NO_NODES, np.zeros(1, dtype=np.int64))
@@ -138,7 +141,7 @@ class ArraySchedule(Schedule):
 
     def _entry(self, k: int) -> Planned:
         made = self._made
-        job_at, starts, nodes, ptr = self._arrays
+        job_at, starts, nodes, ptr = self._load()
         while len(made) <= k:
             j = len(made)
             made.append(Planned(job_at(j), float(starts[j]), nodes[ptr[j] : ptr[j + 1]]))

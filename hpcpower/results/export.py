@@ -78,10 +78,17 @@ def _num(x: float) -> str:
     return repr(float(x)) if not float(x).is_integer() else str(int(x))
 
 
+def _power_model(results: Results) -> np.ndarray:
+    """Watts per (node, state) of ``results``; an error for results built without them."""
+    if results.power_w is None:
+        raise ValueError("these results have no power model (power_w); Results.from_record sets it")
+    return results.power_w
+
+
 def write_jobs_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``jobs.csv`` (one row per submitted job)."""
     t = results.job_table()
-    node_power = results.power_w[:, COMPUTING]
+    node_power = _power_model(results)[:, COMPUTING]
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(JOBS_COLUMNS)
@@ -211,13 +218,13 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     joules are the platform's energy integrated exactly from time 0; the
     watts are the platform's power from that instant on.
     """
-    power = results.power_w
+    power = _power_model(results)
     changes = pstate_changes(results)
     t = results.jobs
     done = ~np.isnan(t["finish_s"])
     started = ~np.isnan(t["start_s"])
     # (A job that took no time ends after it starts, at the same instant.)
-    events = [
+    events: list[tuple[float, int, str, tuple[np.ndarray, int] | None]] = [
         (finish, 3 if finish == begin else 0, "e", None)
         for finish, begin in zip(
             t["finish_s"][done].tolist(), t["start_s"][done].tolist(), strict=True
@@ -260,7 +267,8 @@ def write_consumed_energy_csv(results: Results, path: str | Path) -> None:
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(("time", "energy", "event_type", "wattmin", "epower"))
-        last_time = last_joules = None
+        last_time: float | None = None
+        last_joules = 0.0  # (read only once last_time is set)
         for time_s, joules, kind, watts in energy_events(results):
             if last_time is None or time_s == last_time:
                 epower = "NA"

@@ -218,7 +218,7 @@ def gantt(
     # every short job black: drop them past a few hundred rectangles.
     outline = len(verts) <= 1000
     ax.add_collection(
-        PolyCollection(
+        _polygons(
             verts,
             facecolors=colors,
             edgecolors="black" if outline else "face",
@@ -245,7 +245,7 @@ def gantt(
         start = np.clip(np.array([r[2] for r in mine], dtype=float), *window)
         end = np.clip(np.array([r[3] for r in mine], dtype=float), *window)
         ax.add_collection(
-            PolyCollection(
+            _polygons(
                 _boxes(start, end, node),
                 facecolors=STATE_COLORS[label],
                 edgecolors="none",
@@ -411,7 +411,10 @@ def plot(results: Results, kind: str = "overview") -> Figure:
         raise ValueError(f"unknown plot kind {kind!r}: use {', '.join(KINDS)}")
     ax = draw[kind](results)
     ax.set_title(describe(results))
-    return ax.figure
+    fig = ax.figure
+    # Each kind draws on a figure of its own, never on a subfigure.
+    assert isinstance(fig, Figure)
+    return fig
 
 
 def describe(results: Results) -> str:
@@ -428,6 +431,13 @@ def describe(results: Results) -> str:
 # ----------------------------------------------------------------- helpers
 def _new_axes(figsize: tuple[float, float]) -> Axes:
     return Figure(figsize=figsize, layout="constrained").add_subplot()
+
+
+def _polygons(verts: np.ndarray, **style: Any) -> PolyCollection:
+    """A :class:`PolyCollection` of ``verts``, one ``(n, k, 2)`` array of ``n`` polygons."""
+    # matplotlib annotates verts as a sequence of arrays, yet takes one 3-D
+    # array too, by a faster path than for a list of polygons.
+    return PolyCollection(verts, **style)  # type: ignore[arg-type]
 
 
 def _boxes(start_s: np.ndarray, end_s: np.ndarray, row: np.ndarray) -> np.ndarray:

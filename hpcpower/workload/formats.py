@@ -324,5 +324,8 @@ def _check_unique(names: list[str], where: str, key: str) -> None:
         seen[name] = i
 
 
+_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
 def _kind(v: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(v), repr(v))
+    return _KINDS.get(type(v), repr(v))

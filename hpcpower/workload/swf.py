@@ -71,7 +71,7 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -391,12 +391,16 @@ def _check_segment(first: object, jobs: object) -> tuple[int, int | None] | None
         return (first, None)
     if jobs is not None:
         try:
-            i, j = jobs  # type: ignore[misc]
+            # Any iterable of two items unpacks; what they are is checked next.
+            i, j = cast("tuple[object, object]", jobs)
         except (TypeError, ValueError):
             raise InputError(f"jobs must be a pair (i, j), got {jobs!r}") from None
-        for v in (i, j):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise InputError(f"jobs=(i, j) needs integers, got {jobs!r}")
+        if (
+            isinstance(i, bool)
+            or isinstance(j, bool)
+            or not (isinstance(i, int) and isinstance(j, int))
+        ):
+            raise InputError(f"jobs=(i, j) needs integers, got {jobs!r}")
         if not 1 <= i <= j:
             raise InputError(f"jobs=(i, j) needs 1 <= i <= j (1-based, inclusive), got {jobs!r}")
         return (i, j)

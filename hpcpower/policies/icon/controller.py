@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from hpcpower.policies.base import Combined
 from hpcpower.policies.icon.config import IconConfig
 from hpcpower.policies.icon.estimators import ArrivalEstimator, ResourcePmf, ServiceEstimator
 from hpcpower.policies.icon.gate import GateState, arrival_gate, completion_shutdown
-from hpcpower.policies.icon.next_event import horizon_cap, next_event
+from hpcpower.policies.icon.next_event import NextEvent, horizon_cap, next_event
 from hpcpower.policies.icon.planner import (
     RunningPrediction,
     dispatch,
@@ -72,8 +72,10 @@ from hpcpower.policies.power.ipm import IPM
 from hpcpower.policies.queue.snf import SNF, plan_forward
 from hpcpower.states import IDLE
 
+if TYPE_CHECKING:
+    from hpcpower.engine.cluster import ClusterView
+
 EPS = 1e-9
-_MISSING = object()
 # ndarray.min without the Python-level wrapper (called for every job).
 _min = np.minimum.reduce
 
@@ -99,7 +101,7 @@ class SnfIcon(Policy):
     def __init__(self, config: IconConfig | None = None, name: str = "snf-icon") -> None:
         self.settings = config if config is not None else IconConfig()
         self.name = name
-        self._cluster = None
+        self._cluster: ClusterView | None = None
         self._fresh()
 
     def _fresh(self) -> None:
@@ -127,7 +129,7 @@ class SnfIcon(Policy):
         self.fallback = Combined(SNF(), IPM(cfg.timeout_s), name="snf-ipm")
         self.last_note: dict[str, Any] | None = None
         self.last_spare: SparePlan | None = None
-        self.last_event = None
+        self.last_event: NextEvent | None = None
         # Walltime ends of jobs started in ICON passes, for the fallback's
         # re-plan wake-ups (see _fallback).
         self._icon_ends: dict[int, float] = {}
@@ -137,7 +139,7 @@ class SnfIcon(Policy):
         # The latest verdict and its part of the decision note (see _screen_note).
         self._screen_part: tuple[ScreenResult, dict[str, Any]] | None = None
 
-    def reset(self, cluster) -> None:
+    def reset(self, cluster: ClusterView) -> None:
         """Forget everything learned and size the spare bounds to ``cluster``."""
         self._fresh()
         self._cluster = cluster
@@ -235,7 +237,7 @@ class SnfIcon(Policy):
                 self.screen.interarrivals.add(job.submit_s, gap)
             self.requests.observe(job.res)
             self.service.observe_request(job.reqtime_s, self._mean_speed)
-        speed = self._cluster.speed
+        speed = view.cluster.speed
         for rec in sorted(view.completed, key=lambda r: (r.finish_s, r.job.id)):
             duration = rec.finish_s - rec.start_s
             if duration <= EPS or not math.isfinite(duration):
@@ -244,10 +246,11 @@ class SnfIcon(Policy):
             self.screen.services.add(rec.finish_s, duration)
             slowest = float(_min(speed[rec.nodes]))
             # The authors take the request as (start + walltime) - start.
-            requested = (rec.start_s + rec.job.reqtime_s / slowest) - rec.start_s
-            if not (requested > EPS and math.isfinite(requested)):
-                requested = requested_duration(rec.job.reqtime_s, slowest)
-            self.runtime.observe(duration, requested)
+            span = (rec.start_s + rec.job.reqtime_s / slowest) - rec.start_s
+            if span > EPS and math.isfinite(span):
+                self.runtime.observe(duration, span)
+            else:
+                self.runtime.observe(duration, requested_duration(rec.job.reqtime_s, slowest))
 
     # ------------------------------------------------------------ ICON mode
     def _icon(
@@ -287,8 +290,9 @@ class SnfIcon(Policy):
             if not event:
                 note.update(spare="skipped", spare_reason="not_a_decision_event")
             elif gate.open:
-                spare = self._spares(view, started, np.array(idle_after, dtype=np.intp))
+                spare, model = self._spares(view, started, np.array(idle_after, dtype=np.intp))
                 self.last_spare = spare
+                self.last_event = model
                 decision.switch_on.extend(spare.wake)
                 decision.switch_off.extend(spare.switch_off)
                 note.update(
@@ -300,9 +304,9 @@ class SnfIcon(Policy):
                     expected_wait_s=spare.expected_wait_s,
                     expected_energy_j=spare.expected_energy_j,
                     cost=spare.cost,
-                    horizon_s=self.last_event.horizon_s,
-                    horizon_cap_s=self.last_event.horizon_cap_s,
-                    p_arrival=self.last_event.p_arrival,
+                    horizon_s=model.horizon_s,
+                    horizon_cap_s=model.horizon_cap_s,
+                    p_arrival=model.p_arrival,
                 )
             else:
                 note.update(spare="skipped", spare_reason="no_recent_job_arrival")
@@ -339,10 +343,11 @@ class SnfIcon(Policy):
         # A job's requested duration is fixed: computed once, when first seen.
         requested = self._requested
         speed = view.cluster.speed
-        reqs = []
+        reqs: list[float | None] = []
         for job, nodes, _ in jobs:
-            req = requested.get(job.id, _MISSING)
-            if req is _MISSING:
+            if job.id in requested:
+                req = requested[job.id]
+            else:
                 req = requested[job.id] = requested_duration(
                     job.reqtime_s, float(_min(speed[nodes]))
                 )
@@ -369,8 +374,8 @@ class SnfIcon(Policy):
 
     def _spares(
         self, view: SystemView, started: list[Planned], idle_after: np.ndarray
-    ) -> SparePlan:
-        """Warm-spare optimisation over the non-computing nodes left after dispatch.
+    ) -> tuple[SparePlan, NextEvent]:
+        """Warm-spare optimisation over the non-computing nodes left after dispatch, and its model.
 
         Transition remainders are planned ones (means from the start of the
         transition; a full mean again once overdue), as the authors' release map.
@@ -409,8 +414,7 @@ class SnfIcon(Policy):
             self.arrivals.rate(), remaining, len(view.running), self.service.rate(), cap
         )
         plan = optimise(nodes, now, model, self.requests.pmf(), self._spare_settings)
-        self.last_event = model
-        return plan
+        return plan, model
 
     def _timeouts(self, view: SystemView, idle_after: list[int], decision: Decision) -> list[int]:
         """Idle nodes whose timeout expired (in the order they became idle); asks for the next."""

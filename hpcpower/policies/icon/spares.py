@@ -224,16 +224,16 @@ def _expected_waits(delays: _Delays, terms: list[tuple[float, int]]) -> np.ndarr
         stats = _order_statistics(
             delays._replace(fixed=np.sort(fixed)), sorted({i + 1 for _, i in terms})
         )
-        acc = np.zeros(len(k))
+        sums = np.zeros(len(k))
         for p, i in terms:
-            acc = acc + p * stats[i + 1]
-        return acc
+            sums = sums + p * stats[i + 1]
+        return sums
     k, w = k.tolist(), w.tolist()
     opt_off, wake, asleep = opt_off.tolist(), wake.tolist(), asleep.tolist()
     k0, w0 = k[0], w[0]
-    delays = fixed.tolist() + [0.0] * k0 + opt_off[k0:] + wake[:w0] + asleep[w0:]
-    delays.sort()
-    last = len(delays) - 1
+    ordered = fixed.tolist() + [0.0] * k0 + opt_off[k0:] + wake[:w0] + asleep[w0:]
+    ordered.sort()
+    last = len(ordered) - 1
     # The delay that changes from each plan to the next: (old, new).
     changes = [
         (opt_off[k[i - 1]], 0.0) if k[i] != k[i - 1] else (asleep[w[i - 1]], wake[w[i - 1]])
@@ -247,22 +247,24 @@ def _expected_waits(delays: _Delays, terms: list[tuple[float, int]]) -> np.ndarr
     partial = [0.0] * (n_terms + 1)
     acc = 0.0
     for t in range(n_terms):
-        acc += probs[t] * delays[picks[t]]
+        acc += probs[t] * ordered[picks[t]]
         partial[t + 1] = acc
     out = [acc]
     for old, new in changes:
-        moved = bisect_left(delays, old)
-        if (moved == 0 or delays[moved - 1] <= new) and (moved == last or new <= delays[moved + 1]):
-            delays[moved] = new  # still sorted (equal delays are the same floats)
+        moved = bisect_left(ordered, old)
+        if (moved == 0 or ordered[moved - 1] <= new) and (
+            moved == last or new <= ordered[moved + 1]
+        ):
+            ordered[moved] = new  # still sorted (equal delays are the same floats)
         else:
-            del delays[moved]
-            inserted = bisect_right(delays, new)
-            delays.insert(inserted, new)
+            del ordered[moved]
+            inserted = bisect_right(ordered, new)
+            ordered.insert(inserted, new)
             moved = min(moved, inserted)
         start = bisect_left(picks, moved) if resumable else 0
         acc = partial[start]
         for t in range(start, n_terms):
-            acc += probs[t] * delays[picks[t]]
+            acc += probs[t] * ordered[picks[t]]
             partial[t + 1] = acc
         out.append(acc)
     return np.array(out)
@@ -386,32 +388,32 @@ def _plan_energies(
     soff_terms = transition(nodes.switching_off, p_off, p_sleep, nodes.off_remaining_s)
 
     if len(k) > _PYTHON_PLANS:
-        keep = np.add.accumulate(np.concatenate(([acc0], keep_e)))
-        acc = keep[k]
+        kept = np.add.accumulate(np.concatenate(([acc0], keep_e)))
+        sums = kept[k]
         for e in on_terms.tolist():
-            acc += e
+            sums += e
         woke = w > 0
         if woke.any():
-            start = acc[int(np.argmax(woke))]
-            acc[woke] = np.add.accumulate(np.concatenate(([start], wake_e)))[w[woke]]
+            start = sums[int(np.argmax(woke))]
+            sums[woke] = np.add.accumulate(np.concatenate(([start], wake_e)))[w[woke]]
         # A sleeping node stays asleep in the plans waking fewer nodes than
         # its rank in the wake order (a leading slice).
         rank_of = np.empty(len(nodes.lead_s), dtype=np.int64)
         rank_of[ranked] = np.arange(len(ranked))
         upto = np.searchsorted(w, rank_of[sleeping], side="right")
         for n_rows, e in zip(upto.tolist(), sleep_e.tolist(), strict=True):
-            acc[:n_rows] += e
+            sums[:n_rows] += e
         for e in exp_terms.tolist():
-            acc += e
+            sums += e
         # Optional node j is switched off in the plans keeping at most j.
         upto = np.searchsorted(k, np.arange(len(optional)), side="right")
         opt = opt_terms.tolist()
         for j, n_rows in enumerate(upto.tolist()):
-            acc[:n_rows] += opt[2 * j]
-            acc[:n_rows] += opt[2 * j + 1]
+            sums[:n_rows] += opt[2 * j]
+            sums[:n_rows] += opt[2 * j + 1]
         for e in soff_terms.tolist():
-            acc += e
-        return acc
+            sums += e
+        return sums
 
     on_terms, exp_terms = on_terms.tolist(), exp_terms.tolist()
     opt_terms, soff_terms = opt_terms.tolist(), soff_terms.tolist()
@@ -426,12 +428,12 @@ def _plan_energies(
     for e in wake_e.tolist():
         start += e
         woken.append(start)
-    k, w = k.tolist(), w.tolist()
+    plan_k, plan_w = k.tolist(), w.tolist()
     out = []
     # Plans waking nobody (they come first) differ in the optional nodes kept.
-    n_idle_plans = w.count(0)
+    n_idle_plans = plan_w.count(0)
     sleep_e = sleep_e.tolist()
-    for ki in k[:n_idle_plans]:
+    for ki in plan_k[:n_idle_plans]:
         acc = keep[ki]
         for e in on_terms:
             acc += e
@@ -450,7 +452,7 @@ def _plan_energies(
     sleeping = sleeping.tolist()
     ranked_ids = ranked.tolist()
     n_woken = 0
-    for wi in w[n_idle_plans:]:
+    for wi in plan_w[n_idle_plans:]:
         while n_woken < wi:
             j = bisect_left(sleeping, ranked_ids[n_woken])
             del sleeping[j], sleep_e[j]

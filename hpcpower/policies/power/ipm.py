@@ -17,6 +17,7 @@ Semantics follow the authors' ``base_psas.timeout_policy`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -54,12 +55,12 @@ class IPM(PowerManager):
         # (oldest idle first, then by id) or expire next.
         expired: list[int] = []
         next_expiry = None
-        idle_since = cluster.idle_since if self.timeout_s is not None else None
-        if idle_since:
+        timeout_s = self.timeout_s
+        if timeout_s is not None and (idle_since := cluster.idle_since):
             taken: set[int] = set()
             for planned in starts:
                 taken.update(np.asarray(planned.nodes).tolist())
-            expired, next_expiry = _expiries(idle_since, taken, self.timeout_s, now)
+            expired, next_expiry = _expiries(idle_since, taken, timeout_s, now)
 
         # Only the first appearance in the plan of a sleeping node (its wake)
         # or of an expired idle node (its protection) matters, and planned
@@ -84,8 +85,8 @@ class IPM(PowerManager):
         if expired:
             off = cluster.switch_off_mean_s
             for node in expired:
-                start = first_start.get(node)
-                if start is None or now + (off[node] + lead[node]) <= start:
+                first = first_start.get(node)
+                if first is None or now + (off[node] + lead[node]) <= first:
                     decision.switch_off.append(node)
         if next_expiry is not None:
             decision.call_at.append(next_expiry)
@@ -117,7 +118,7 @@ class IPM(PowerManager):
 
 
 def _expiries(
-    idle_since: dict[int, float], taken: set[int], timeout_s: float, now: float
+    idle_since: Mapping[int, float], taken: set[int], timeout_s: float, now: float
 ) -> tuple[list[int], float | None]:
     """Expired idle nodes (oldest idle first, then by id) and the next future expiry.
 
@@ -128,7 +129,8 @@ def _expiries(
     node expires at ``since + timeout_s`` and has expired when ``now`` is at
     or past that instant.
     """
-    expired = []
+    expired: list[tuple[float, int]] = []
+    expiry: float | None
     for node, since in idle_since.items():
         if node in taken:
             continue
@@ -141,4 +143,4 @@ def _expiries(
     if expired:
         expired.sort()
         return [node for _, node in expired], expiry
-    return expired, expiry
+    return [], expiry
