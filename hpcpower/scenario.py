@@ -42,6 +42,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "kill_at_walltime": False,
         "repeat_pass": True,
         "kernels": "auto",
+        "explain": False,
     },
     "platform": {"name": "aoba-64"},
     "workload": {
@@ -241,6 +242,7 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         "kill_at_walltime": sim["kill_at_walltime"],
         "repeat_pass": sim["repeat_pass"],
         "kernels": sim.get("kernels", "auto"),
+        "explain": sim.get("explain", False),
         "config": {"scenario": config},
     }
     return (platform, workload, policy), options

@@ -10,11 +10,15 @@ from a scenario file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from hpcpower.engine import simulation as _engine
+from hpcpower.errors import InputError
 from hpcpower.results.records import Results
 from hpcpower.scenario import resolve, simulation_args
+
+if TYPE_CHECKING:
+    from hpcpower.explain import Explanation
 
 
 class Simulation(_engine.Simulation):
@@ -46,6 +50,29 @@ class Simulation(_engine.Simulation):
     def results(self) -> Results:
         """The results so far (complete once the run has finished)."""
         return Results.from_record(self.record())
+
+    def explain(self, *, job: int | str | None = None, node: int | None = None) -> Explanation:
+        """Why a job waited, or what a node did and why (needs ``explain=True``).
+
+        Args:
+            job: A job's id in the workload (as in ``jobs.csv``): its arrival,
+                its place in the queue at each pass until it started, its
+                planned start, and its wait split into waiting for busy
+                nodes, for a switch-on and behind the order.
+            node: A node id: its state history, each change with the
+                decision behind it.
+
+        Returns:
+            An :class:`~hpcpower.explain.Explanation`: prints as text,
+            ``.to_pandas()`` gives its rows.
+        """
+        from hpcpower.explain import explain_job, explain_node
+
+        if job is not None and node is None:
+            return explain_job(self, job)
+        if node is not None and job is None:
+            return explain_node(self, node)
+        raise InputError("explain: give job=<id> or node=<id>, one of them")
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Simulation:

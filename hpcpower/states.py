@@ -23,6 +23,16 @@ class NodeState(IntEnum):
         """Lower-case name used in tables and files (``switching_on``)."""
         return self.name.lower()
 
+    # A state prints as its name, not as the number that indexes arrays.
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    def __repr__(self) -> str:
+        return f"NodeState.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
 
 STATES: tuple[NodeState, ...] = tuple(NodeState)
 STATE_LABELS: tuple[str, ...] = tuple(s.label for s in STATES)

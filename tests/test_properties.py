@@ -422,7 +422,7 @@ def test_node_sets_and_idle_order_agree_with_the_state_array_at_every_pass(case,
     sim = case.build()
     passes = 0
     while True:
-        ended = sim.step() is None
+        ended = sim.run_until_decision() is None
         passes += 1
         cluster = sim.cluster
         for state, members in (

@@ -96,3 +96,34 @@ def process(env: simpy.Environment, until: float, run) -> None:
             exc = type(event._value)(*event._value.args)
             exc.__cause__ = event._value
             raise exc
+
+
+def next_kind(env: simpy.Environment, run) -> str | None:
+    """What the next event of ``run``'s environment is, without processing it.
+
+    ``None`` when there is none; otherwise ``"controller_pass"``,
+    ``"arrival"``, ``"wakeup"``, ``"job_end"``, ``"transition_end"`` or
+    ``"internal"`` (a process starting, a command handed to a node).
+    """
+    queue = env._queue
+    if not queue:
+        return None
+    event = queue[0][3]
+    for callback in event.callbacks or ():
+        owner = getattr(callback, "__self__", None)
+        if owner is run:
+            name = callback.__name__
+            if name == "_pass":
+                return "controller_pass"
+            if name == "_arrive":
+                return "arrival"
+            if name == "_timer_fired":
+                return "wakeup"
+        elif isinstance(owner, simpy.Process) and isinstance(event, simpy.events.Timeout):
+            # (A process's generator; its code names the function it runs.)
+            name = getattr(owner._generator, "__name__", "")
+            if name == "_job":
+                return "job_end"
+            if name == "_run":
+                return "transition_end"
+    return "internal"

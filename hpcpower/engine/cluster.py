@@ -14,7 +14,7 @@ sets cannot be written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -127,6 +127,9 @@ class Cluster:
         #: One row per timed transition: (node, to_state, start_s, end_s).
         self.transition_log: list[tuple[int, int, float, float]] = []
         self._on_transition_end = on_transition_end
+        #: Called as ``on_state(t, nodes, old, new)`` at every change of state
+        #: (``Simulation.on("node_state", ...)`` sets it); ``None``: nobody listens.
+        self.on_state: Callable[[float, Sequence[int], int, int], None] | None = None
         self._compiled = compiled
         #: The arrays a release map is made from, as the planners take them:
         #: ``(state, since, expected_end_s, switch_on_mean_s,
@@ -209,6 +212,8 @@ class Cluster:
 
         ``left``: the caller already took the nodes out of the set of ``old``.
         """
+        if self.on_state is not None:
+            self.on_state(now, listed, old, new)
         k = len(listed)
         counts = self.counts
         counts[old] -= k
@@ -353,6 +358,16 @@ class Cluster:
     def __repr__(self) -> str:
         parts = ", ".join(f"{c} {STATE_LABELS[s]}" for s, c in enumerate(self.counts) if c)
         return f"<Cluster {self.platform.name} at t={self.env.now:.10g} s: {parts}>"
+
+    def _repr_html_(self) -> str:
+        from hpcpower._html import cluster_html
+
+        title = f"{self.platform.name} at t={self.env.now:.10g} s"
+        return cluster_html(self.state, self.counts, title)
+
+    def counts_by_state(self) -> dict[str, int]:
+        """Nodes in each state, by state name (``{"sleeping": 12, ...}``)."""
+        return dict(zip(STATE_LABELS, self.counts, strict=True))
 
 
 class Node:
@@ -557,3 +572,10 @@ class ClusterView:
 
     def __repr__(self) -> str:
         return repr(self._cluster)
+
+    def _repr_html_(self) -> str:
+        return self._cluster._repr_html_()
+
+    def counts_by_state(self) -> dict[str, int]:
+        """Nodes in each state, by state name (``{"sleeping": 12, ...}``)."""
+        return self._cluster.counts_by_state()

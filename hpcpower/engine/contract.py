@@ -12,6 +12,7 @@ The engine owns this module; policies import it, never the reverse.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,11 @@ class SystemView:
         first: True on the first pass of the simulation.
         compiled: Whether planners should use the compiled twins of
             :mod:`hpcpower.planning` (the simulation's ``kernels`` setting).
+        explain: Whether the simulation records explanations
+            (``Simulation(explain=True)``): a policy then says why it acted
+            in :attr:`Decision.why` and gives its whole plan in
+            :attr:`Decision.plan`. Off by default, so that a long run pays
+            nothing for it.
     """
 
     now: float
@@ -62,6 +68,7 @@ class SystemView:
     completed: Sequence[Running] = ()
     first: bool = False
     compiled: bool = False
+    explain: bool = False
 
 
 @dataclass
@@ -92,6 +99,12 @@ class Decision:
             this pass (informative; planning stops once the power manager has
             what it needs).
         note: Diagnostics for the decision log (a flat dict of scalars).
+        why: Why the policy acted, when the view asks for explanations: one
+            record per action, a dict with ``action`` (``"start"``,
+            ``"backfill"``, ``"reserve"``, ``"switch_off"``, ``"switch_on"``,
+            ``"keep"``, ``"mode"``, ...), the ``node`` or ``job`` it concerns,
+            and ``because``, a sentence; other keys are the numbers behind it.
+        time_s: When the decision was taken (set by the engine).
     """
 
     start: list[tuple[Job, np.ndarray | Sequence[int]]] = field(default_factory=list)
@@ -100,13 +113,29 @@ class Decision:
     call_at: list[float] = field(default_factory=list)
     plan: Sequence[Planned] = field(default_factory=list)
     note: dict[str, Any] | None = None
+    why: list[dict[str, Any]] | None = None
+    time_s: float = math.nan
 
     def __repr__(self) -> str:
-        starts = ", ".join(f"job {j.id} on {len(n)} nodes" for j, n in self.start) or "none"
+        starts = ", ".join(f"job {j.name} on {_ids(n)}" for j, n in self.start) or "none"
+        when = "" if math.isnan(self.time_s) else f"t={self.time_s:.10g} s: "
         return (
-            f"<Decision start: {starts}; switch on {len(self.switch_on)}, "
-            f"off {len(self.switch_off)}; call at {sorted(self.call_at)[:3]}>"
+            f"<Decision {when}start {starts}; switch on {_ids(self.switch_on)}, "
+            f"off {_ids(self.switch_off)}; call at {[float(t) for t in sorted(self.call_at)[:3]]}>"
         )
+
+    def _repr_html_(self) -> str:
+        from hpcpower._html import decision_html
+
+        return decision_html(self)
+
+
+def _ids(nodes: np.ndarray | Sequence[int]) -> str:
+    """Node ids as a short list: ``[3, 4, 5]``, or ``[3, 4, 5, ... (12 nodes)]``."""
+    ids = [int(n) for n in nodes]
+    if len(ids) <= 8:
+        return str(ids)
+    return "[" + ", ".join(map(str, ids[:6])) + f", ... ({len(ids)} nodes)]"
 
 
 class Policy(ABC):

@@ -153,6 +153,11 @@ class JobQueue:
     def __repr__(self) -> str:
         return _describe(self._fcfs)
 
+    def _repr_html_(self) -> str:
+        from hpcpower._html import queue_html
+
+        return queue_html(list(self._fcfs.values()))
+
 
 class QueueView:
     """The waiting queue as a policy sees it: read in any order, never changed.
@@ -193,10 +198,18 @@ class QueueView:
     def __repr__(self) -> str:
         return _describe(self._jobs)
 
+    def _repr_html_(self) -> str:
+        from hpcpower._html import queue_html
+
+        return queue_html(list(self._jobs.values()))
+
 
 def _describe(waiting: dict[int, Job]) -> str:
-    """The queue's repr: how many jobs wait, and the first few as ``id(res n)``."""
-    head = ", ".join(f"{j.id}({j.res}n)" for j in list(waiting.values())[:8])
+    """The queue's repr: how many jobs wait, and the first few as ``name(res n)``.
+
+    Jobs show their id in the workload (``Job.name``), as ``jobs.csv`` does.
+    """
+    head = ", ".join(f"{j.name}({j.res}n)" for j in list(waiting.values())[:8])
     more = "…" if len(waiting) > 8 else ""
     return f"<JobQueue {len(waiting)} waiting: {head}{more}>"
 

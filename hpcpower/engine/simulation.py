@@ -27,11 +27,13 @@ integrated up to that instant. The engine then hands a plain
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import simpy
@@ -66,6 +68,76 @@ IDLE_PASS_LIMIT = 100_000
 #: resolution later (``math.nextafter(now, inf)``, ``now + 1e-12``) is
 #: stopped like one that asks for ``now``.
 INSTANT_S = 1e-6
+#: What :meth:`Simulation.on` can subscribe to.
+EVENT_KINDS = ("job_start", "job_end", "node_state", "decision")
+
+
+class Happening(NamedTuple):
+    """One event processed by :meth:`Simulation.step`: when, and what kind.
+
+    ``kind`` is ``"arrival"``, ``"job_end"``, ``"transition_end"``,
+    ``"wakeup"`` (a time a policy asked for) or ``"controller_pass"``.
+    """
+
+    time_s: float
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class PassTrace:
+    """What one controller pass saw and did (recorded with ``explain=True``).
+
+    Attributes:
+        time_s: When the pass ran.
+        triggers: Why it ran.
+        waiting: Ids of the jobs waiting before it, in arrival order.
+        order: The same jobs in the order the policy treated them: those it
+            started, then those it planned (plan order), then the rest.
+        started: Ids of the jobs it started.
+        plan: ``job id -> (planned start, nodes)`` for the jobs it planned.
+        switch_on: Nodes it woke.
+        switch_off: Nodes it powered down.
+        why: The policy's reasons (:attr:`Decision.why`).
+        states: Every node's state after the pass (int8 array).
+    """
+
+    time_s: float
+    triggers: frozenset[str]
+    waiting: tuple[int, ...]
+    order: tuple[int, ...]
+    started: tuple[int, ...]
+    plan: dict[int, tuple[float, tuple[int, ...]]]
+    switch_on: tuple[int, ...]
+    switch_off: tuple[int, ...]
+    why: tuple[dict[str, Any], ...]
+    states: np.ndarray
+
+
+def _trace_pass(
+    now: float, triggers: frozenset[str], waiting: tuple[int, ...], decision: Decision, cluster
+) -> PassTrace:
+    started = tuple(job.id for job, _ in decision.start)
+    plan = {
+        p.job.id: (float(p.start_s), tuple(int(n) for n in p.nodes))
+        for p in decision.plan
+        if p.job.id not in started
+    }
+    seen = set(started) | set(plan)
+    order = started + tuple(plan) + tuple(j for j in waiting if j not in seen)
+    return PassTrace(
+        now,
+        triggers,
+        waiting,
+        order,
+        started,
+        plan,
+        tuple(int(n) for n in decision.switch_on),
+        tuple(int(n) for n in decision.switch_off),
+        tuple(decision.why or ()),
+        cluster.state.astype(np.int8),
+    )
+
+
 #: Why a controller pass runs (see :class:`~hpcpower.engine.contract.SystemView`).
 TRIGGERS = ("start", "arrival", "completion", "transition", "wakeup", "commands")
 _TRIGGER_BIT = {name: 1 << k for k, name in enumerate(TRIGGERS)}
@@ -101,6 +173,10 @@ class Simulation:
             runs. ``"auto"`` uses them when numba is installed and the
             numpy path is expected to take at least :data:`AUTO_KERNELS_S`
             (:func:`choose_kernels`). The choice is in :meth:`config`.
+        explain: Record why things happened, for :meth:`trace` and
+            ``explain()``: the policies' reasons (:attr:`Decision.why`), the
+            whole plan and the node states at every pass. Results are the same
+            either way; it costs time and memory, so it is off by default.
         config: Extra configuration copied into the results.
     """
 
@@ -115,6 +191,7 @@ class Simulation:
         kill_at_walltime: bool = False,
         repeat_pass: bool = True,
         kernels: str = "auto",
+        explain: bool = False,
         config: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(workload, Workload):
@@ -127,6 +204,7 @@ class Simulation:
         self.kill_at_walltime = kill_at_walltime
         self.initial_state = initial_state
         self.repeat_pass = repeat_pass
+        self.explain_enabled = bool(explain)
         self.extra_config = dict(config or {})
         #: The form of the planning algorithms in use: ``"numba"`` or ``"numpy"``.
         self.kernels = choose_kernels(kernels, policy, len(workload.jobs), platform.n_nodes)
@@ -190,8 +268,17 @@ class Simulation:
         self._running_view = MappingProxyType(self.running)
         #: What the policy sees (read-only, updated at every pass).
         self.view = SystemView(
-            0.0, self.cluster.view, self._queue_view, self._running_view, compiled=compiled
+            0.0,
+            self.cluster.view,
+            self._queue_view,
+            self._running_view,
+            compiled=compiled,
+            explain=self.explain_enabled,
         )
+        #: Subscribers by kind (see :meth:`on`); empty lists cost nothing.
+        self._listeners: dict[str, list[Callable[..., Any]]] = {k: [] for k in EVENT_KINDS}
+        #: With ``explain``: one :class:`PassTrace` per controller pass.
+        self.passes_trace: list[PassTrace] = []
         # One event object carries every controller pass: at most one pass is
         # pending at a time, and the event is never yielded by a process, so
         # it is rescheduled instead of rebuilt (see :meth:`_request_pass`).
@@ -239,6 +326,8 @@ class Simulation:
         del self.running[job.id]
         self._completed.append(record)
         self._wake("completion")
+        for callback in self._listeners["job_end"]:
+            callback(now, job, record.nodes)
         self._account_done()
 
     def _account_done(self) -> None:
@@ -304,6 +393,7 @@ class Simulation:
         view.queue = self._queue_view
         view.running = self._running_view
         view.compiled = self._compiled
+        view.explain = explain = self.explain_enabled
         view.triggers = self.last_triggers = triggers = _TRIGGER_SETS[self._triggers]
         self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)
@@ -319,7 +409,10 @@ class Simulation:
             view.completed = ()
         view.first = self._first
         self._first = False
+        if explain:
+            waiting = tuple(j.id for j in self.queue.fcfs())
         decision = self.policy.decide(view)
+        decision.time_s = now
         self.passes += 1
         self.last_decision = decision
         if decision.start:
@@ -342,6 +435,11 @@ class Simulation:
         if decision.note is not None:
             self.decisions.append(decision.note)
         self._record_states()
+        if explain:
+            self.passes_trace.append(_trace_pass(now, triggers, waiting, decision, self.cluster))
+        if self._listeners["decision"]:
+            for callback in self._listeners["decision"]:
+                callback(now, decision)
 
     def _nothing_else_can_happen(self) -> bool:
         """No job running or left to arrive and no transition under way: only the policy can act."""
@@ -420,6 +518,8 @@ class Simulation:
             self.start_s[job_id] = now
             self.gangs[job_id] = gang
             env.process(self._job(record, duration))
+            for callback in self._listeners["job_start"]:
+                callback(now, job, gang)
         for node in decision.switch_off:
             cluster.switch_off(node)
         for node in decision.switch_on:
@@ -478,6 +578,11 @@ class Simulation:
                     bar.refresh()
 
             self._progress = tick
+        if until is not None and until < self.env.now:
+            raise InputError(
+                f"run(until={until!r}): the simulation is already at t={self.env.now!r} s; "
+                "give a later time"
+            )
         try:
             if until is not None:
                 _simpy.process(self.env, until, self)
@@ -497,8 +602,36 @@ class Simulation:
                 self._progress = None
         return self.record()
 
-    def step(self) -> Decision | None:
-        """Advance to the end of the next controller pass and return its decision."""
+    def peek(self) -> float:
+        """Time of the next event, ``inf`` once the run has ended."""
+        if self.finished:
+            return math.inf
+        return self.env.peek()
+
+    def step(self) -> Happening | None:
+        """Process exactly one event of the model; returns what it was, or ``None`` at the end.
+
+        The model's events are arrivals, job ends, transition ends, wake-ups
+        a policy asked for and controller passes; SimPy's own bookkeeping
+        (a process starting, a command handed to a node) is processed on
+        the way without counting. Events at one instant come in the engine's
+        order (see ``docs/background/event-order.md``). Stepping to the end
+        gives the same results as :meth:`run`, to the bit.
+        """
+        while not self.finished:
+            kind = _simpy.next_kind(self.env, self)
+            if kind is None:
+                return None
+            self.env.step()
+            if kind != "internal":
+                return Happening(self.env.now, kind)
+        return None
+
+    def run_until_decision(self) -> Decision | None:
+        """Run to the end of the next controller pass and return its decision.
+
+        Returns ``None`` when the run ends first.
+        """
         passes = self.passes
         while self.passes == passes and not self.finished:
             try:
@@ -506,6 +639,78 @@ class Simulation:
             except EmptySchedule:
                 break
         return self.last_decision if self.passes != passes else None
+
+    def run_until(
+        self, predicate: Callable[[Simulation], bool], *, limit_s: float = math.inf
+    ) -> bool:
+        """Process events until ``predicate(sim)`` holds; returns whether it does.
+
+        The predicate is checked before the first event and after each one,
+        so ``sim.run_until(lambda s: s.started(178))`` stops right after the
+        controller pass that started job 178. It stops too at the end of the
+        run, or before the first event later than ``limit_s``.
+        """
+        while not predicate(self):
+            if self.finished or self.env.peek() > limit_s:
+                return False
+            try:
+                self.env.step()
+            except EmptySchedule:
+                return bool(predicate(self))
+        return True
+
+    def started(self, job: int | str) -> bool:
+        """Whether the job (its id in the workload, as in ``jobs.csv``) has started."""
+        return not math.isnan(self.start_s[self.job_index(job)])
+
+    def job_index(self, job: int | str) -> int:
+        """The position of a job given by its id in the workload (``Job.name``).
+
+        Raises:
+            InputError: No job has that id.
+        """
+        index = self._names.get(str(job))
+        if index is None:
+            raise InputError(f"no job {job!r} in the workload {self.workload.source}")
+        return index
+
+    @functools.cached_property
+    def _names(self) -> dict[str, int]:
+        return {j.name: j.id for j in self.workload.jobs}
+
+    def on(self, kind: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+        """Call ``callback`` at every event of ``kind``; returns it (usable as a decorator).
+
+        Kinds and what the callback receives:
+
+        * ``"job_start"``: ``(t, job, nodes)``;
+        * ``"job_end"``: ``(t, job, nodes)``;
+        * ``"node_state"``: ``(t, node, old, new)`` with states as
+          :class:`~hpcpower.states.NodeState`, once per node that changes;
+        * ``"decision"``: ``(t, decision)`` after each controller pass.
+
+        A callback watches; it must not change the simulation.
+        """
+        if kind not in self._listeners:
+            raise InputError(f"unknown event kind {kind!r}: use {', '.join(EVENT_KINDS)}")
+        self._listeners[kind].append(callback)
+        if kind == "node_state":
+            self.cluster.on_state = self._node_state_changed
+        return callback
+
+    def off(self, kind: str, callback: Callable[..., Any]) -> None:
+        """Stop calling ``callback`` (subscribed with :meth:`on`)."""
+        listeners = self._listeners.get(kind, [])
+        if callback in listeners:
+            listeners.remove(callback)
+        if kind == "node_state" and not listeners:
+            self.cluster.on_state = None
+
+    def _node_state_changed(self, now: float, nodes, old: int, new: int) -> None:
+        before, after = NodeState(old), NodeState(new)
+        for callback in self._listeners["node_state"]:
+            for node in nodes:
+                callback(now, int(node), before, after)
 
     def record(self) -> RunRecord:
         """The plain record of the run so far (complete once the run has finished).
@@ -559,6 +764,11 @@ class Simulation:
             "version": __version__,
             **self.extra_config,
         }
+
+    def _repr_html_(self) -> str:
+        from hpcpower._html import simulation_html
+
+        return simulation_html(self)
 
     def __repr__(self) -> str:
         return (

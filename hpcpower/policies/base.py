@@ -213,6 +213,54 @@ class QueuePolicy(ABC):
     name: str = "queue"
     #: See :attr:`Policy.planning_cost_s <hpcpower.engine.contract.Policy.planning_cost_s>`.
     planning_cost_s: float = 0.0
+    #: The queue order the policy serves: ``"fcfs"`` (arrival) or ``"snf"``
+    #: (smallest need first); explanations name a job's place in it.
+    order: str = "fcfs"
+
+    def reasons(self, view: SystemView, schedule: Schedule) -> list[dict[str, Any]]:
+        """Why each job started now, and the head's reservation (for explanations).
+
+        A started job that comes after a waiting one in :attr:`order` was
+        backfilled; the first waiting job in that order is the head, and its
+        planned start, if the plan has one, is its reservation.
+        """
+        ordered = view.queue.fcfs() if self.order == "fcfs" else view.queue.snf()
+        rank = {job.id: k for k, job in enumerate(ordered)}
+        started = {planned.job.id for planned in schedule.start}
+        head = next((job for job in ordered if job.id not in started), None)
+        reserved = None
+        if head is not None:
+            reserved = next((p for p in schedule.plan if p.job.id == head.id), None)
+        out: list[dict[str, Any]] = []
+        for planned in schedule.start:
+            job = planned.job
+            nodes = [int(n) for n in planned.nodes]
+            if head is not None and rank[job.id] > rank[head.id]:
+                when = f"t={reserved.start_s:.10g} s" if reserved is not None else "later"
+                because = (
+                    f"backfilled: fits on idle nodes now while job {head.name} "
+                    f"(first in {self.order} order) waits for {when}"
+                )
+                action = "backfill"
+            else:
+                free = "1 idle node is" if job.res == 1 else f"{job.res} idle nodes are"
+                because = f"next in {self.order} order, and {free} free"
+                action = "start"
+            out.append({"action": action, "job": job.name, "nodes": nodes, "because": because})
+        if reserved is not None and head is not None:
+            out.append(
+                {
+                    "action": "reserve",
+                    "job": head.name,
+                    "start_s": float(reserved.start_s),
+                    "nodes": [int(n) for n in reserved.nodes],
+                    "because": (
+                        f"first in {self.order} order: needs {head.res} nodes, planned to "
+                        f"start at t={reserved.start_s:.10g} s"
+                    ),
+                }
+            )
+        return out
 
     @abstractmethod
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
@@ -271,8 +319,13 @@ class Combined(Policy):
         starts = schedule.start
         decision = Decision([(p.job, p.nodes) for p in starts] if starts else [])
         power.manage(view, schedule, decision)
-        # Only what the power manager read was planned: the rest is not needed.
-        decision.plan = schedule.made
+        if view.explain:
+            # The whole plan, made now and frozen, and the reasons of both parts.
+            decision.why = self.queue_policy.reasons(view, schedule) + (decision.why or [])
+            decision.plan = list(schedule.plan)
+        else:
+            # Only what the power manager read was planned: the rest is not needed.
+            decision.plan = schedule.made
         return decision
 
     def config(self) -> dict[str, Any]:

@@ -236,6 +236,11 @@ class Results:
             return pd.DataFrame(self.decisions)
         raise ValueError(f"unknown table {what!r}: use jobs, nodes, states or decisions")
 
+    def _repr_html_(self) -> str:
+        from hpcpower._html import results_html
+
+        return results_html(self)
+
     def __repr__(self) -> str:
         s = self.summary
         return (

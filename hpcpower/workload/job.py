@@ -36,6 +36,11 @@ class Job:
     user_id: int = -1
     profile: str = ""
 
+    def _repr_html_(self) -> str:
+        from hpcpower._html import job_html
+
+        return job_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Dropped:

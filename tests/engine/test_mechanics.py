@@ -128,7 +128,7 @@ def test_zero_runtime_job_starts_and_ends_at_one_instant():
 def test_step_and_run_until():
     policy = Scripted({0.0: {"start": [(0, [0])]}, 50.0: {"start": [(1, [1])]}})
     sim = Simulation(tiny_platform(2), [job(0, 0, 1, 100), job(1, 50, 1, 10)], policy)
-    decision = sim.step()
+    decision = sim.run_until_decision()
     assert sim.now == 0.0 and [j.id for j, _ in decision.start] == [0]
     sim.run(until=30)
     assert sim.now == 30 and len(sim.running) == 1 and "1 running" in repr(sim)

@@ -72,7 +72,7 @@ class Vandal(Policy):
 def test_a_policy_cannot_change_the_cluster_or_queue_through_its_view():
     vandal = Vandal()
     sim = Simulation(tiny_platform(3), [job(0, 0, 2, 10), job(1, 0, 3, 10)], vandal)
-    sim.step()
+    sim.run_until_decision()
     expected = {
         *(f"cluster.{name}" for name in ARRAYS),
         "cluster.time_in_state_s",

@@ -205,6 +205,8 @@ class SnfIcon(Policy):
         )
         decision.note = note
         self.last_note = note
+        if view.explain:
+            decision.why = _reasons(note, decision)
         return decision
 
     def _fallback(self, view: SystemView) -> Decision:
@@ -596,3 +598,48 @@ def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
         if mode == "icon":
             total += max(0.0, min(t1, span) - t0)
     return total / span
+
+
+def _reasons(note: dict[str, Any], decision: Decision) -> list[dict[str, Any]]:
+    """The pass's mode and the reason of each command, as explanation records.
+
+    A fallback pass carries SNF+IPM's own reasons; an ICON pass explains its
+    commands by the spare target the optimiser chose.
+    """
+    why = list(decision.why or [])
+    mode: dict[str, Any]
+    if note["mode"] == "fallback":
+        mode = {
+            "action": "mode",
+            "mode": "fallback",
+            "because": f"workload screen rejected ({note['screen_reason']}): SNF+IPM decides",
+        }
+        return [mode, *why]
+    target = note.get("target")
+    spare = f"{note.get('spare')} ({note.get('spare_reason')})"
+    mode = {
+        "action": "mode",
+        "mode": "icon",
+        "target": target,
+        "because": f"workload screen accepted: ICON mode; spare planning {spare}",
+    }
+    explained = {(r["action"], r.get("node")) for r in why}
+    if target is None or target != target:  # NaN: no optimisation in this pass
+        reason = f"ICON: {spare}"
+    else:
+        reason = f"ICON: keep {target:g} nodes ready (spare target)"
+    commands = (("switch_on", decision.switch_on), ("switch_off", decision.switch_off))
+    for action, switched in commands:
+        for node in switched:
+            if (action, int(node)) not in explained:
+                why.append({"action": action, "node": int(node), "because": reason})
+    for job, nodes in decision.start:
+        why.append(
+            {
+                "action": "start",
+                "job": job.name,
+                "nodes": [int(n) for n in nodes],
+                "because": "smallest need first: it fits on idle nodes now",
+            }
+        )
+    return [mode, *why]

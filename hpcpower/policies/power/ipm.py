@@ -88,6 +88,8 @@ class IPM(PowerManager):
                 first = first_start.get(node)
                 if first is None or now + (off[node] + lead[node]) <= first:
                     decision.switch_off.append(node)
+        if view.explain:
+            decision.why = self._reasons(view, schedule, first_start, expired, decision)
         if next_expiry is not None:
             decision.call_at.append(next_expiry)
 
@@ -107,6 +109,76 @@ class IPM(PowerManager):
             shift = float(lead[next(iter(asleep))])
             decision.call_at.extend(e - shift for e in pending.values() if e - shift > now)
             pending.clear()
+
+    def _reasons(
+        self,
+        view: SystemView,
+        schedule: Schedule,
+        first_start: Mapping[int, float],
+        expired: list[int],
+        decision: Decision,
+    ) -> list[dict[str, Any]]:
+        """Why each node was switched off, woken or kept idle (for explanations)."""
+        cluster = view.cluster
+        now = view.now
+        owner: dict[int, Any] = {}
+        if first_start:
+            wanted = set(first_start)
+            for planned in schedule.iter_plan():
+                for node in np.asarray(planned.nodes).tolist():
+                    if node in wanted and node not in owner:
+                        owner[node] = planned.job
+                if len(owner) == len(wanted):
+                    break
+        idle_since = cluster.idle_since
+        out: list[dict[str, Any]] = []
+        off = set(decision.switch_off)
+        for node in expired:
+            since = idle_since[node]
+            if node in off:
+                out.append(
+                    {
+                        "action": "switch_off",
+                        "node": node,
+                        "idle_since_s": since,
+                        "because": (
+                            f"idle since t={since:.10g} s: {now - since:.10g} s >= "
+                            f"timeout {self.timeout_s:.10g} s"
+                        ),
+                    }
+                )
+            else:
+                job, start = owner[node], first_start[node]
+                cycle = float(cluster.switch_off_mean_s[node] + cluster.switch_on_mean_s[node])
+                out.append(
+                    {
+                        "action": "keep",
+                        "node": node,
+                        "job": job.name,
+                        "start_s": start,
+                        "because": (
+                            f"timeout expired, but job {job.name} is planned on it at "
+                            f"t={start:.10g} s, before an off-and-on cycle ({cycle:.10g} s) "
+                            "would end"
+                        ),
+                    }
+                )
+        for node in decision.switch_on:
+            job, start = owner[node], first_start[node]
+            lead = float(cluster.switch_on_mean_s[node])
+            out.append(
+                {
+                    "action": "switch_on",
+                    "node": node,
+                    "job": job.name,
+                    "start_s": start,
+                    "because": (
+                        f"job {job.name} is planned on it at t={start:.10g} s and waking "
+                        f"takes {lead:.10g} s on average"
+                    ),
+                }
+            )
+        return out
 
     def reset(self, cluster) -> None:
         """Forget the walltime ends of a previous run."""

@@ -25,6 +25,7 @@ class SNF(QueuePolicy):
     """Smallest-Need-First dispatch with a forward plan of the queue."""
 
     name = "snf"
+    order = "snf"
 
     def __init__(self, overrun_release: str = "never") -> None:
         self.overrun_release = check_overrun_release(overrun_release)
