@@ -141,3 +141,13 @@ def test_the_data_files_are_valid_workloads(name):
 
     workload = load_workload(TEACHING / "data" / name)
     assert workload.jobs and not workload.dropped
+
+
+def test_the_learner_page_figures_are_drawn(tmp_path):
+    figures = _script("learner_figures.py")
+    assert figures.main(["--out", str(tmp_path)]) == 0
+    for name in figures.FIGURES:
+        assert (tmp_path / name).stat().st_size > 10_000, name
+        page = Path(__file__).resolve().parents[2] / "docs" / "background"
+        assert f"../images/{name}" in (page / "snf-icon-for-learners.md").read_text()
+        assert (page.parent / "images" / name).is_file()
