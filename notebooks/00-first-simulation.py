@@ -79,9 +79,10 @@ print(sim.cluster)
 print(sim.step())
 
 # %% [markdown]
-# Job *a* asked for 300 s, so the plan woke the sleeping nodes at 240 s, just
-# in time; but it ended at 200 s, earlier than it asked, and the nodes are
-# woken then. Job *b* starts when they are up, at 260 s. Run to the end:
+# Job *a* asked for 300 s, so IPM planned to wake the sleeping nodes at
+# 240 s, just in time for 300 s. But *a* ended at 200 s, earlier than it
+# asked: this decision, at 200 s, wakes them at once, and job *b* starts when
+# they are up, at 260 s. Run to the end:
 
 # %%
 results = sim.run()
