@@ -136,7 +136,19 @@ class Platform:
         return cls(name, (node_type,), (0,) * n_nodes)
 
 
-PRESETS: tuple[str, ...] = ("aoba-64", "aoba-1152", "taurus-64", "taurus-1152")
+#: The preset names, in the order ``hpcpower platforms`` lists them; each is a
+#: file ``<name>.json`` in ``hpcpower/platforms/``. The 8-node models and the toy
+#: clusters are small enough to follow node by node in a lesson.
+PRESETS: tuple[str, ...] = (
+    "aoba-8",
+    "aoba-64",
+    "aoba-1152",
+    "taurus-8",
+    "taurus-64",
+    "taurus-1152",
+    "toy-4",
+    "toy-8",
+)
 
 
 def load_platform(name_or_path: str | Path) -> Platform:

@@ -9,7 +9,11 @@ value of the wrong type is an :class:`~hpcpower.errors.InputError` naming it.
 Example::
 
     [platform]
-    name = "aoba-64"
+    name = "aoba-64"        # a preset or a SPARS JSON file, or instead a uniform cluster:
+    # nodes = 8
+    # watts = {sleeping = 10, switching_on = 150, idle = 100, computing = 200, switching_off = 150}
+    # switch_on_s = 60
+    # switch_off_s = 30
 
     [workload]
     path = "data/DAS2-fs1-0-3000.json.gz"
@@ -22,11 +26,15 @@ Example::
 from __future__ import annotations
 
 import copy
+import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcpower.errors import InputError
+
+if TYPE_CHECKING:
+    from hpcpower.platform import Platform
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,6 +75,22 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 #: Policy parameters beyond ``name`` that some policies accept (e.g. SNF-ICON's);
 #: checked by the policy factory, which names the bad key.
 OPEN_SECTIONS = {"policy"}
+
+#: The keys of a ``[platform]`` table that describes a uniform cluster
+#: directly (``nodes`` and the rest); they are kept in the configuration only
+#: when given, so a preset's resolved settings stay ``{"name": ...}``.
+UNIFORM_KEYS = (
+    "nodes",
+    "watts",
+    "switch_on_s",
+    "switch_off_s",
+    "switch_on_std_s",
+    "switch_off_std_s",
+)
+#: The states a uniform cluster's ``watts`` table names, in ``NodeState`` order.
+WATTS_KEYS = ("sleeping", "switching_on", "idle", "computing", "switching_off")
+#: The label of a uniform cluster whose table gives no ``name``.
+UNIFORM_NAME = "uniform"
 
 
 def _coerce(value: Any, default: Any, key: str) -> Any:
@@ -116,6 +140,7 @@ def resolve(
     """
     config = copy.deepcopy(DEFAULTS)
     base = Path.cwd()
+    named = False  # whether the file or an override names the platform
     if path is not None:
         path = Path(path)
         if not path.is_file():
@@ -138,10 +163,22 @@ def resolve(
                 )
             for key, value in values.items():
                 _set(config, f"{section}.{key}", value, where=str(path))
+        named = "name" in data.get("platform", {})
         config["simulation"]["name"] = config["simulation"]["name"] or path.stem
         _anchor(config, base)
     for key, value in (overrides or {}).items():
+        if key == "platform.name":
+            named = True
+            text = str(value).lower()
+            if text in _preset_names() or text.endswith(".json"):
+                # --platform (or --set platform.name=) picks a preset or a file
+                # in place of a uniform cluster the scenario file describes.
+                for uniform in UNIFORM_KEYS:
+                    config["platform"].pop(uniform, None)
         _set(config, key, value, where="--set")
+    if "nodes" in config["platform"] and not named:
+        config["platform"]["name"] = UNIFORM_NAME
+    check_platform(config["platform"])
     # (The file's paths are absolute by now: only overrides are still relative.)
     _anchor(config, Path.cwd())
     wl = config["workload"]
@@ -158,14 +195,122 @@ def _set(config: dict[str, Any], dotted: str, value: Any, *, where: str) -> None
             f"with section one of {', '.join(config)}"
         )
     known = config[section]
+    if section == "platform" and key.partition(".")[0] in UNIFORM_KEYS:
+        _set_uniform(known, key, value)
+        return
     if key in known and known[key] is not None:
         known[key] = _coerce(value, DEFAULTS[section].get(key, known[key]), dotted)
     elif section in OPEN_SECTIONS:
         known[key] = value
     else:
+        names = list(known) + [k for k in UNIFORM_KEYS if section == "platform" and k not in known]
         raise InputError(
-            f"{where}: unknown setting {dotted!r} (known in [{section}]: {', '.join(known)})"
+            f"{where}: unknown setting {dotted!r} (known in [{section}]: {', '.join(names)})"
         )
+
+
+def _set_uniform(table: dict[str, Any], key: str, value: Any) -> None:
+    """Store one uniform-cluster key (``nodes``, ``watts.idle``, ...); checked later."""
+    head, _, state = key.partition(".")
+    if not state:
+        table[head] = copy.deepcopy(value)
+        return
+    if head != "watts":
+        raise InputError(f"setting platform.{key}: platform.{head} has no keys")
+    watts = table.get("watts")
+    table["watts"] = dict(watts) if isinstance(watts, dict) else {}
+    table["watts"][state] = value
+
+
+def _preset_names() -> tuple[str, ...]:
+    # Imported here: the platform module loads numpy, and scenario stays light.
+    from hpcpower.platform import PRESETS
+
+    return PRESETS
+
+
+def _non_negative(value: Any, key: str) -> float:
+    """A number >= 0 (not a boolean, not NaN or infinite), as a float."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InputError(f"{key}: expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_platform(table: dict[str, Any]) -> dict[str, Any]:
+    """Check a ``[platform]`` table in place and return it.
+
+    A table with ``nodes`` describes a uniform cluster: it needs ``watts``
+    (all five states), ``switch_on_s`` and ``switch_off_s``; the standard
+    deviations default to 0 (fixed durations). Numbers become floats, so the
+    resolved settings read the same however the file wrote them.
+
+    Raises:
+        InputError: one line naming the key, e.g.
+            ``platform.watts.idle: expected a number >= 0, got -5``.
+    """
+    given = [k for k in UNIFORM_KEYS if k in table]
+    if not given:
+        return table
+    if "nodes" not in table:
+        raise InputError(
+            f"platform.{given[0]}: only with platform.nodes, which makes the table "
+            "a uniform cluster (nodes, watts, switch_on_s, switch_off_s)"
+        )
+    name = str(table.get("name", UNIFORM_NAME))
+    if name.lower() in _preset_names() or name.lower().endswith(".json"):
+        raise InputError(
+            f"platform.name: {name!r} is a preset or a file, but platform.nodes describes "
+            "a uniform cluster; drop one of them (with nodes, name is only a label)"
+        )
+    nodes = table["nodes"]
+    if isinstance(nodes, float) and nodes.is_integer():
+        nodes = int(nodes)
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise InputError(f"platform.nodes: expected a whole number >= 1, got {nodes!r}")
+    table["nodes"] = nodes
+    for key in ("watts", "switch_on_s", "switch_off_s"):
+        if key not in table:
+            raise InputError(
+                f"platform.{key}: missing; a uniform cluster needs nodes, watts, "
+                "switch_on_s and switch_off_s"
+            )
+    watts = table["watts"]
+    if not isinstance(watts, dict):
+        raise InputError(
+            f"platform.watts: expected a table of {', '.join(WATTS_KEYS)}, got {watts!r}"
+        )
+    for state in watts:
+        if state not in WATTS_KEYS:
+            raise InputError(
+                f"platform.watts.{state}: not a power state (give {', '.join(WATTS_KEYS)})"
+            )
+    for state in WATTS_KEYS:
+        if state not in watts:
+            raise InputError(f"platform.watts.{state}: missing (give {', '.join(WATTS_KEYS)})")
+    table["watts"] = {s: _non_negative(watts[s], f"platform.watts.{s}") for s in WATTS_KEYS}
+    for key in ("switch_on_s", "switch_off_s", "switch_on_std_s", "switch_off_std_s"):
+        table[key] = _non_negative(table.get(key, 0.0), f"platform.{key}")
+    return table
+
+
+def make_platform(table: dict[str, Any]) -> Platform:
+    """The :class:`~hpcpower.platform.Platform` a checked ``[platform]`` table describes."""
+    from hpcpower.platform import Duration, Platform, load_platform
+
+    if "nodes" not in check_platform(table):
+        return load_platform(table["name"])
+    return Platform.uniform(
+        table["nodes"],
+        **{f"{state}_w": table["watts"][state] for state in WATTS_KEYS},
+        switch_on_s=Duration(table["switch_on_s"], table["switch_on_std_s"]),
+        switch_off_s=Duration(table["switch_off_s"], table["switch_off_std_s"]),
+        name=str(table.get("name", UNIFORM_NAME)),
+    )
 
 
 def _anchor(config: dict[str, Any], base: Path) -> None:
@@ -174,6 +319,8 @@ def _anchor(config: dict[str, Any], base: Path) -> None:
     if wl["path"] and not Path(wl["path"]).is_absolute():
         wl["path"] = str((base / wl["path"]).resolve())
     name = str(config["platform"]["name"])
+    if "nodes" in config["platform"]:
+        return  # a uniform cluster: the name is a label, not a file
     if name.lower().endswith(".json") and not Path(name).is_absolute():
         config["platform"]["name"] = str((base / name).resolve())
 
@@ -185,12 +332,11 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     simulation settings. ``Simulation.from_config`` and
     ``Simulation.from_scenario`` build the simulation from them.
     """
-    from hpcpower.platform import load_platform
     from hpcpower.policies.registry import make_policy
     from hpcpower.workload import load_workload
     from hpcpower.workload.generate import markovian
 
-    platform = load_platform(config["platform"]["name"])
+    platform = make_platform(dict(config["platform"]))
     wl = config["workload"]
     if wl["path"]:
         options: dict[str, Any] = {"procs_per_node": wl["procs_per_node"]}

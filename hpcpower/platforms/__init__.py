@@ -1,1 +1,1 @@
-"""The platform presets, shipped as the paper's own SPARS platform files."""
+"""Platform presets: the paper's SPARS platform files, 8-node copies of them, toy clusters."""
