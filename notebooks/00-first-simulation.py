@@ -76,7 +76,7 @@ print(sim.cluster)
 # controller:
 
 # %%
-print(sim.step())
+print(sim.run_until_decision())
 
 # %% [markdown]
 # Job *a* asked for 300 s, so IPM planned to wake the sleeping nodes at
