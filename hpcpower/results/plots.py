@@ -113,7 +113,9 @@ def power_unit(watts: float) -> tuple[str, float]:
 def format_energy(joules: float) -> str:
     """An amount of energy in the unit of :func:`energy_unit`: ``"138000 J"``, ``"0.456 MWh"``."""
     unit, scale = energy_unit(joules)
-    return f"{joules / scale:.4g} {unit}"
+    value = joules / scale
+    # Four significant digits, but never in exponent notation.
+    return f"{value:.4g} {unit}" if abs(value) < 1e4 else f"{value:.0f} {unit}"
 
 
 def format_duration(seconds: float) -> str:
@@ -755,8 +757,13 @@ def describe(results: Results) -> str:
 
 def settings(results: Results) -> list[str]:
     """The policy settings a title names: ``["timeout 2 h", "alpha=100"]``."""
-    policy = _policy(results)
-    scenario = (results.config.get("scenario") or {}).get("policy") or {}
+    return settings_of(results.config)
+
+
+def settings_of(config: Mapping[str, Any]) -> list[str]:
+    """:func:`settings` from a run's configuration (``summary.json``'s ``config``)."""
+    policy = _policy_of(config)
+    scenario = (config.get("scenario") or {}).get("policy") or {}
     out = []
     if "timeout_s" in policy:
         out.append(f"timeout {format_duration(_float(policy['timeout_s']))}")
@@ -780,16 +787,25 @@ def _new_axes(figsize: tuple[float, float]) -> Axes:
 
 
 def _policy(results: Results) -> Mapping[str, Any]:
-    policy = results.config.get("policy", {})
+    return _policy_of(results.config)
+
+
+def _policy_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    policy = config.get("policy", {})
     return policy if isinstance(policy, Mapping) else {"name": str(policy)}
 
 
 def _one_line(results: Results) -> str:
-    c = results.config
+    return headline_of(results.config)
+
+
+def headline_of(config: Mapping[str, Any]) -> str:
+    """The first line of :func:`describe` from a configuration: policy, platform, workload."""
+    c = config
     workload = Path(str(c.get("workload", "?"))).name
     jobs = c.get("jobs")
     text = (
-        f"{_policy(results).get('name', '?')} on {c.get('platform', '?')} "
+        f"{_policy_of(c).get('name', '?')} on {c.get('platform', '?')} "
         f"({c.get('n_nodes', '?')} nodes), {workload}"
     )
     return text + (f" ({jobs} jobs)" if jobs is not None else "")
@@ -824,14 +840,14 @@ def _window(results: Results, window: Window | None) -> Window:
     if window is None:
         return 0.0, max(results.end_s, 1.0)
     t0, t1 = (float(w) for w in window)
-    if math.isinf(t1):  # (open-ended: to the end of the run)
-        t1 = max(results.end_s, t0 + 1.0)
     if not t0 < t1:
         raise ValueError(f"window ({t0:g}, {t1:g}) s: the start must come before the end")
     if t0 >= max(results.end_s, 1.0) or t1 <= 0:
         raise ValueError(
             f"window ({t0:g}, {t1:g}) s is outside the run, which spans 0 to {results.end_s:g} s"
         )
+    if math.isinf(t1):  # (open-ended: to the end of the run)
+        t1 = max(results.end_s, t0 + 1.0)
     return t0, t1
 
 

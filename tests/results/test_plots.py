@@ -234,7 +234,7 @@ def test_overview_shares_time_and_names_the_run(busy):
 
 def test_plot_kinds(hand):
     for kind in plots.KINDS:
-        if kind != "icon":  # (needs SNF-ICON's decision log: tests/results/test_plots_more.py)
+        if kind != "icon":  # (needs SNF-ICON's decision log: tests/results/test_plot_content.py)
             assert isinstance(plots.plot(hand, kind), Figure)
     with pytest.raises(ValueError, match="unknown plot kind 'pie'"):
         plots.plot(hand, "pie")
