@@ -39,7 +39,8 @@ def node_states_at(results: Results, times: np.ndarray) -> np.ndarray:
     """Each node's state at each time: ``(len(times), n_nodes)`` indices into STATE_LABELS.
 
     A node's state at ``t`` is that of its last interval starting at or
-    before ``t``, so at an instant where it changes, the new state shows.
+    before ``t``, so at an instant where it changes, the new state shows; at
+    the end of the run it is the node's final state.
     """
     index = {label: s for s, label in enumerate(STATE_LABELS)}
     n_nodes = results.time_in_state_s.shape[0]
@@ -56,6 +57,10 @@ def node_states_at(results: Results, times: np.ndarray) -> np.ndarray:
         states = np.array([k for _, k in spans], dtype=np.int8)
         at = np.searchsorted(starts, times, side="right") - 1
         out[at >= 0, node] = states[at[at >= 0]]
+    # A job ending as the run ends leaves no interval after it: the nodes'
+    # states at the end settle the last instant (as in pstate_changes.csv).
+    if results.node_state is not None:
+        out[times >= results.end_s] = np.asarray(results.node_state, dtype=np.int8)
     return out
 
 
@@ -112,8 +117,9 @@ def animate(
     fig = Figure(figsize=(10, 5.6), layout="constrained")
     left, right = fig.subfigures(1, 2, width_ratios=[1, 1.25])
     ax_grid = left.subplots()
-    cmap = ListedColormap([plots.STATE_COLORS[label] for label in STATE_LABELS])
-    cmap.set_bad("white")
+    cmap = ListedColormap([plots.STATE_COLORS[label] for label in STATE_LABELS]).with_extremes(
+        bad="white"
+    )
     image = ax_grid.imshow(grid(0), cmap=cmap, vmin=-0.5, vmax=len(STATE_LABELS) - 0.5)
     ax_grid.set_xticks([])
     ax_grid.set_yticks([])
