@@ -381,11 +381,15 @@ def _plot_tradeoff(args: argparse.Namespace) -> int:
 
 
 def _cmd_animate(args: argparse.Namespace) -> int:
-    from hpcpower.results.animate import animate
+    from hpcpower.results.animate import animate, writer_for
 
     out = Path(args.out)
-    results, _ = _load_results(args.source, args.policy, args.set)
     window = _window_of(args)
+    try:
+        writer_for(out)  # (before the run, which may be long)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    results, _ = _load_results(args.source, args.policy, args.set)
     try:
         animate(results, out, frames=args.frames, window=window, fps=args.fps)
     except ValueError as exc:

@@ -64,6 +64,22 @@ def node_states_at(results: Results, times: np.ndarray) -> np.ndarray:
     return out
 
 
+def writer_for(path: str | Path) -> str:
+    """The matplotlib writer for an animation file (checked before a run spends time on it).
+
+    Raises:
+        ValueError: An ending other than .gif or .mp4, or .mp4 without ffmpeg.
+    """
+    from matplotlib import animation
+
+    kind = WRITERS.get(Path(path).suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: write a .gif or an .mp4 animation")
+    if kind == "ffmpeg" and not animation.writers.is_available("ffmpeg"):
+        raise ValueError(f"{path}: MP4 needs ffmpeg, which is not on the PATH; write a .gif")
+    return kind
+
+
 def animate(
     results: Results,
     path: str | Path,
@@ -97,11 +113,7 @@ def animate(
     from hpcpower.results import plots
 
     path = Path(path)
-    kind = WRITERS.get(path.suffix.lower())
-    if kind is None:
-        raise ValueError(f"{path}: write a .gif or an .mp4 animation")
-    if kind == "ffmpeg" and not animation.writers.is_available("ffmpeg"):
-        raise ValueError(f"{path}: MP4 needs ffmpeg, which is not on the PATH; write a .gif")
+    kind = writer_for(path)
     times = frame_times(results, frames, window)
     states = node_states_at(results, times)
     n_nodes = states.shape[1]
