@@ -11,10 +11,11 @@ import html
 import math
 from typing import Any
 
+from hpcpower.states import STATE_COLORS as _BY_LABEL
 from hpcpower.states import STATE_LABELS
 
-#: One colour per power state (sleeping, switching on, idle, computing, switching off).
-STATE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
+#: The plots' state colours, indexed by state value.
+STATE_COLORS = tuple(_BY_LABEL[label] for label in STATE_LABELS)
 #: Most nodes drawn in a cluster grid; larger clusters show counts only.
 GRID_LIMIT = 4096
 

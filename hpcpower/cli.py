@@ -10,6 +10,7 @@ exit status 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -221,19 +222,25 @@ def _cmd_platforms(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_plot(args: argparse.Namespace) -> int:
+def _load_results(source_arg: str, policy: str | None, sets: Sequence[str] | None):
+    """The results of a scenario file (with ``--policy``/``--set``) or of a run folder.
+
+    The output files hold no node intervals, so a run folder is re-run from
+    the resolved scenario its summary.json carries (runs are seeded); a
+    warning says when the re-run's energy differs from the recorded one.
+
+    Returns:
+        ``(results, config)``: the run and its resolved scenario.
+    """
     import json
     import math
 
-    from hpcpower.results.plots import plot
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
 
-    # The output files hold no node intervals, so a run folder is re-run from
-    # the resolved scenario its summary.json carries (runs are seeded).
-    source, saved = Path(args.source), None
+    source, saved = Path(source_arg), None
     if source.is_dir():
-        if args.policy or args.set:
+        if policy or sets:
             raise InputError(f"{source}: --policy and --set apply to a scenario file, not a run")
         if not (source / "summary.json").exists():
             raise InputError(f"{source}: no summary.json here; give a run folder or a scenario")
@@ -245,9 +252,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         if config is None:
             raise InputError(f"{source}/summary.json: not made from a scenario, cannot re-run it")
     else:
-        overrides = _parse_sets(args.set or [])
-        if args.policy:
-            overrides["policy.name"] = args.policy
+        overrides = _parse_sets(sets or [])
+        if policy:
+            overrides["policy.name"] = policy
         config = resolve(source, overrides)
     results = Simulation.from_config(config).run()
     total = results.summary["total_energy_j"]
@@ -257,15 +264,162 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             f"{saved.get('total_energy_j')!r} J (written by hpcpower {saved.get('version')})",
             file=sys.stderr,
         )
+    return results, config
+
+
+#: Units a time on the command line may carry (``90min``, ``2h``, ``1.5d``; bare: seconds).
+_TIME_SUFFIXES = {"s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_time(text: str) -> float:
+    """Seconds from ``"3600"``, ``"90min"``, ``"2h"`` or ``"1.5d"``.
+
+    Raises:
+        InputError: Not a number with one of the units s, min (or m), h, d.
+    """
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*", text)
+    if not m or m.group(2) not in ("", *_TIME_SUFFIXES):
+        raise InputError(f"{text!r}: not a time; write seconds (3600) or 90min, 2h, 1.5d")
+    return float(m.group(1)) * _TIME_SUFFIXES.get(m.group(2), 1.0)
+
+
+def _window_of(args: argparse.Namespace) -> tuple[float, float] | None:
+    """The time window of ``--window T0:T1`` or ``--from T0 --to T1`` (either may be left out)."""
+    t0 = t1 = None
+    if getattr(args, "window", None):
+        first, sep, last = args.window.partition(":")
+        if not sep:
+            raise InputError(f"--window {args.window!r}: expected FROM:TO, e.g. 2h:6h or 0:3600")
+        t0 = parse_time(first) if first.strip() else None
+        t1 = parse_time(last) if last.strip() else None
+    if getattr(args, "start", None) is not None:
+        t0 = parse_time(args.start)
+    if getattr(args, "stop", None) is not None:
+        t1 = parse_time(args.stop)
+    if t0 is None and t1 is None:
+        return None
+    return (0.0 if t0 is None else t0, math.inf if t1 is None else t1)
+
+
+def _add_source(
+    parser: argparse.ArgumentParser,
+    what: str = "scenario TOML or run folder",
+    metavar: str = "RUN_DIR_OR_SCENARIO",
+) -> None:
+    parser.add_argument("source", metavar=metavar, help=what)
+    parser.add_argument("--policy", help="policy name (scenario files only)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+
+
+def _add_window(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--window", metavar="FROM:TO", help="show only this time window, e.g. 2h:6h or 0:3600"
+    )
+    parser.add_argument("--from", dest="start", metavar="T", help="start of the window (2h)")
+    parser.add_argument("--to", dest="stop", metavar="T", help="end of the window (1.5d)")
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from hpcpower.results import plots
+
+    window = _window_of(args)
+    if args.kind == "tradeoff":
+        return _plot_tradeoff(args)
+    results, config = _load_results(args.source, args.policy, args.set)
+    try:
+        if args.kind == "compare":
+            if not args.other:
+                raise InputError("--kind compare: name the other run with --with RUN_OR_SCENARIO")
+            other, _ = _load_results(args.other, None, None)
+            figure = plots.compare(results, other, window=window)
+        else:
+            if args.other:
+                raise InputError("--with applies to --kind compare only")
+            figure = plots.plot(results, args.kind, window=window)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     name = f"{config['simulation']['name']}-{config['policy']['name']}-{args.kind}.png"
-    out = Path(args.out) if args.out else Path(name)
+    return _save(figure, Path(args.out) if args.out else Path(name))
+
+
+def _save(figure, out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        plot(results, args.kind).savefig(out, dpi=120)
+        figure.savefig(out, dpi=120)
     except ValueError as exc:
         raise InputError(f"--out {out}: {exc}") from None
     print(f"wrote {out}")
     return 0
+
+
+#: Idle timeouts of ``hpcpower plot --kind tradeoff`` without ``--timeouts``.
+DEFAULT_TIMEOUTS = "1min,10min,30min,1h,2h,6h"
+
+
+def _plot_tradeoff(args: argparse.Namespace) -> int:
+    """Run a scenario once per ``--timeouts`` value and plot mean wait against wasted energy."""
+    from hpcpower.results import plots
+    from hpcpower.scenario import resolve
+    from hpcpower.simulation import Simulation
+
+    source = Path(args.source)
+    if source.is_dir() or args.other:
+        raise InputError("--kind tradeoff runs a scenario file over --timeouts; give a .toml")
+    timeouts = [parse_time(t) for t in (args.timeouts or DEFAULT_TIMEOUTS).split(",")]
+    summaries = []
+    for timeout in timeouts:
+        overrides = _parse_sets(args.set or [])
+        overrides["policy.timeout_s"] = timeout
+        if args.policy:
+            overrides["policy.name"] = args.policy
+        config = resolve(source, overrides)
+        summaries.append(Simulation.from_config(config).run().summary)
+    ax = plots.timeout_tradeoff(summaries)
+    name = f"{config['simulation']['name']}-{config['policy']['name']}-tradeoff.png"
+    return _save(ax.figure, Path(args.out) if args.out else Path(name))
+
+
+def _cmd_animate(args: argparse.Namespace) -> int:
+    from hpcpower.results.animate import animate, writer_for
+
+    out = Path(args.out)
+    window = _window_of(args)
+    try:
+        writer_for(out)  # (before the run, which may be long)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    results, _ = _load_results(args.source, args.policy, args.set)
+    try:
+        animate(results, out, frames=args.frames, window=window, fps=args.fps)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    print(f"wrote {out} ({args.frames} frames)")
+    return 0
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from hpcpower.results.view import write_html
+
+    source = Path(args.source)
+    if source.is_dir():
+        if args.policy or args.set:
+            raise InputError(f"{source}: --policy and --set apply to a scenario file, not a run")
+        what = source
+        name = source.name
+    else:
+        what, config = _load_results(args.source, args.policy, args.set)
+        name = f"{config['simulation']['name']}-{config['policy']['name']}"
+    out = Path(args.out) if args.out else Path(f"{name}.html")
+    write_html(what, out)
+    print(f"wrote {out}")
+    return 0
+
+
+#: ``hpcpower plot --kind``: the one-run kinds of ``hpcpower.results.plots.KINDS``, then
+#: ``compare`` (two runs, ``--with``) and ``tradeoff`` (one run per ``--timeouts`` value).
+PLOT_KINDS = ("overview", "gantt", "states", "power", "queue", "icon", "compare", "tradeoff")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -314,14 +468,39 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_trace_info)
 
     plot = sub.add_parser("plot", help="run a scenario (or re-run a run folder) and plot it")
-    plot.add_argument("source", metavar="RUN_DIR_OR_SCENARIO", help="scenario TOML or run folder")
-    plot.add_argument("--policy", help="policy name (scenario files only)")
-    plot.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
-    plot.add_argument(
-        "--kind", choices=("overview", "gantt", "states", "power", "queue"), default="overview"
-    )
+    _add_source(plot)
+    plot.add_argument("--kind", choices=PLOT_KINDS, default="overview")
     plot.add_argument("--out", help="image file (default <scenario>-<policy>-<kind>.png)")
+    _add_window(plot)
+    plot.add_argument(
+        "--with",
+        dest="other",
+        metavar="RUN_DIR_OR_SCENARIO",
+        help="--kind compare: the run to draw beside the first",
+    )
+    plot.add_argument(
+        "--timeouts",
+        metavar="T,T,...",
+        help=f"--kind tradeoff: idle timeouts to run (default {DEFAULT_TIMEOUTS})",
+    )
     plot.set_defaults(func=_cmd_plot)
+
+    animate = sub.add_parser(
+        "animate", help="an animation of a run: node states, queue and power (GIF or MP4)"
+    )
+    _add_source(animate)
+    animate.add_argument("--out", required=True, help="run.gif, or run.mp4 (needs ffmpeg)")
+    animate.add_argument("--frames", type=int, default=60, help="number of frames (default 60)")
+    animate.add_argument("--fps", type=float, default=10.0, help="frames per second (default 10)")
+    _add_window(animate)
+    animate.set_defaults(func=_cmd_animate)
+
+    view = sub.add_parser(
+        "view", help="one self-contained HTML page to step through a run with a time slider"
+    )
+    _add_source(view, "a run folder (or a scenario TOML, run first)", "RUN_DIR")
+    view.add_argument("--out", help="HTML file (default <run folder name>.html)")
+    view.set_defaults(func=_cmd_view)
 
     sub.add_parser("policies", help="list the policies").set_defaults(func=_cmd_policies)
     sub.add_parser("platforms", help="list the platform presets").set_defaults(func=_cmd_platforms)

@@ -37,6 +37,17 @@ class NodeState(IntEnum):
 STATES: tuple[NodeState, ...] = tuple(NodeState)
 STATE_LABELS: tuple[str, ...] = tuple(s.label for s in STATES)
 
+#: One colour per node state, shared by every plot, the HTML viewer and the
+#: notebook views: grey asleep, amber waking, light green idle, blue
+#: computing, red powering down.
+STATE_COLORS: dict[str, str] = {
+    "sleeping": "#9e9e9e",
+    "switching_on": "#f5a300",
+    "idle": "#b8e186",
+    "computing": "#3b6fb6",
+    "switching_off": "#d7301f",
+}
+
 #: Legal state changes. Timed transitions are entered at once and end after a
 #: drawn duration; computing starts and ends with a job.
 TRANSITIONS: frozenset[tuple[NodeState, NodeState]] = frozenset(
