@@ -135,8 +135,9 @@ def resolve(
     """Merge defaults, a scenario file and ``{"section.key": value}`` overrides.
 
     Relative file paths (``workload.path``, a ``platform.name`` ending in
-    ``.json``) are resolved against the scenario file's folder when the file
-    gives them, and against the current folder when an override does.
+    ``.json``, a ``policy.name`` like ``my_policy.py:factory``) are resolved
+    against the scenario file's folder when the file gives them, and against
+    the current folder when an override does.
     """
     config = copy.deepcopy(DEFAULTS)
     base = Path.cwd()
@@ -318,6 +319,10 @@ def _anchor(config: dict[str, Any], base: Path) -> None:
     wl = config["workload"]
     if wl["path"] and not Path(wl["path"]).is_absolute():
         wl["path"] = str((base / wl["path"]).resolve())
+    policy = str(config["policy"]["name"])
+    file, sep, factory = policy.rpartition(":")
+    if sep and file.endswith(".py") and not Path(file).is_absolute():
+        config["policy"]["name"] = f"{(base / file).resolve()}:{factory}"
     name = str(config["platform"]["name"])
     if "nodes" in config["platform"]:
         return  # a uniform cluster: the name is a label, not a file

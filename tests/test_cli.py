@@ -640,3 +640,96 @@ def test_the_run_says_what_the_reader_did_and_warns_of_a_larger_traced_machine(
     notes = read_summary(tmp_path / "runs" / "lublin_256" / "snf-ipm")["config"]["workload_notes"]
     assert notes["traced_machine_nodes"] == 256 and notes["dropped_total"] == 0
     assert "requested time -1 filled with the runtime for 200 jobs" in notes["notes"]
+
+
+STUDENT_POLICY = '''
+"""Switch every idle node off at once; wake just enough nodes for the head job."""
+
+from hpcpower import Decision, Policy
+
+
+class EagerOff(Policy):
+    name = "eager-off"
+
+    def __init__(self, spare=0):
+        self.spare = spare
+
+    def decide(self, view):
+        cluster = view.cluster
+        decision = Decision()
+        idle = sorted(cluster.idle)
+        queue = view.queue.fcfs()
+        if queue:
+            head = queue[0]
+            if head.res <= len(idle):
+                decision.start.append((head, idle[: head.res]))
+                idle = idle[head.res :]
+            else:
+                need = head.res - len(idle) - len(cluster.switching_on)
+                decision.switch_on.extend(sorted(cluster.sleeping)[: max(0, need)])
+                return decision
+        decision.switch_off.extend(idle[self.spare :])
+        return decision
+'''
+
+
+def test_a_policy_of_your_own_runs_from_a_file_without_editing_the_package(
+    tiny_scenario, tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "student.py").write_text(STUDENT_POLICY)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(
+        capsys, "run", tiny_scenario, "--policy", "student.py:EagerOff", "--out", "o", "-q"
+    )
+    assert code == 0, err
+    summary = read_summary(tmp_path / "o")
+    assert summary["config"]["policy"] == {"name": "eager-off"}
+    assert summary["jobs_completed"] == summary["jobs_submitted"]
+    assert summary["switch_offs"] > 0
+    # Its settings come from --set; the default timeout_s is not forced on it.
+    code, _, err = cli(
+        capsys,
+        "run",
+        tiny_scenario,
+        "--policy",
+        "student.py:EagerOff",
+        "--set",
+        "policy.spare=1",
+        "--out",
+        "o2",
+        "-q",
+    )
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "policy,needle",
+    [
+        ("student.py:Nope", "student.py has no factory 'Nope' (it defines: Decision, EagerOff"),
+        ("missing.py:make", "no such file"),
+        ("no_such_module:make", "no module 'no_such_module'"),
+        ("os:getcwd", "getcwd(...) returned str, not a policy"),
+        ("broken.py:make", "broken.py:2: ZeroDivisionError: division by zero"),
+    ],
+)
+def test_a_policy_of_your_own_that_cannot_load_is_one_line(
+    tiny_scenario, tmp_path, capsys, monkeypatch, policy, needle
+):
+    (tmp_path / "student.py").write_text(STUDENT_POLICY)
+    (tmp_path / "broken.py").write_text("x = 1\ny = x / 0\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "run", tiny_scenario, "--policy", policy, "--out", "o")
+    assert_clean_error(code, out, err, needle)
+
+
+def test_a_scenario_names_its_own_policy_file_relative_to_its_folder(tmp_path, capsys):
+    here = tmp_path / "lesson"
+    here.mkdir()
+    (here / "student.py").write_text(STUDENT_POLICY)
+    (here / "jobs.swf").write_text(swf(*GOOD_JOBS))
+    (here / "s.toml").write_text(
+        '[workload]\npath = "jobs.swf"\n[policy]\nname = "student.py:EagerOff"\nspare = 1\n'
+    )
+    code, _, err = cli(capsys, "run", here / "s.toml", "--out", tmp_path / "o", "-q")
+    assert code == 0, err
+    assert read_summary(tmp_path / "o")["config"]["policy"]["name"] == "eager-off"

@@ -474,10 +474,19 @@ class Simulation:
 
     def _stuck_waiting(self, now: float) -> str:
         """Why the run stopped: a policy that only asks to be called back while jobs wait."""
+        head = self.queue.fcfs()[0]
+        cluster = self.cluster
+        counts = ", ".join(
+            f"{count} {label}" for label, count in cluster.counts_by_state().items() if count
+        )
+        asleep = np.flatnonzero(cluster.state != NodeState.IDLE)[:8].tolist()
         return (
             f"{self.policy.name}: {IDLE_PASS_LIMIT} passes up to t={now:g} s with nothing "
             f"running, no job left to arrive and {len(self.queue)} waiting, and the policy "
-            "only asks to be called back: no job can ever start"
+            f"only asks to be called back: no job can ever start. Job {head.name} needs "
+            f"{head.res} node{'' if head.res == 1 else 's'}; the nodes are {counts}"
+            + (f" (not idle: {asleep})" if asleep else "")
+            + ". Wake the sleeping nodes it needs, or start it"
         )
 
     def _apply(self, decision: Decision) -> None:

@@ -8,7 +8,8 @@ policy is registered by adding one entry to :data:`POLICIES` (or by passing a
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from hpcpower.errors import InputError
@@ -79,9 +80,16 @@ POLICIES: dict[str, tuple[Callable[..., Policy], str]] = {
 def make_policy(name: str, **params: Any) -> Policy:
     """Build the policy called ``name`` with its parameters.
 
+    ``name`` is a registered policy (``hpcpower policies``) or a policy of
+    your own, given as ``path/to/file.py:factory`` or ``module:factory``:
+    the factory is called with the parameters it takes (``timeout_s`` only
+    if it takes it) and must return a :class:`Policy`.
+
     Raises:
         InputError: unknown name, or a parameter the policy does not take.
     """
+    if ":" in name:
+        return load_policy(name, **params)
     try:
         factory, _ = POLICIES[name]
     except KeyError:
@@ -96,3 +104,99 @@ def make_policy(name: str, **params: Any) -> Policy:
                 f"(its settings: {known})"
             )
     return factory(**params)
+
+
+def load_policy(spec: str, **params: Any) -> Policy:
+    """Build a policy from your own code: ``path/to/file.py:factory`` or ``module:factory``.
+
+    The file is run as a module of its own (it may import hpcpower and its
+    neighbours in its folder); ``factory`` is any callable in it that returns
+    a :class:`Policy`: a class or a function. Parameters the factory does
+    not take are an error, except ``timeout_s`` (every scenario has one),
+    which is passed only to a factory that takes it.
+
+    Raises:
+        InputError: the file, module or factory is missing, the code fails
+            to load (the message names the file and line), or the factory
+            does not return a policy.
+    """
+    source, _, attr = spec.rpartition(":")
+    if not source or not attr.isidentifier():
+        raise InputError(
+            f"policy {spec!r}: give path/to/file.py:factory or module:factory "
+            "(factory: a class or function returning a policy)"
+        )
+    module = _load_module(source, spec)
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        found = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+        raise InputError(
+            f"policy {spec!r}: {source} has no factory {attr!r} "
+            f"(it defines: {', '.join(found) or 'nothing callable'})"
+        )
+    accepted: Mapping[str, inspect.Parameter]
+    try:
+        accepted = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: pass everything
+        accepted = {}
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        params = {k: v for k, v in params.items() if k != "timeout_s" or k in accepted}
+        unknown = [k for k in params if k not in accepted]
+        if unknown:
+            raise InputError(
+                f"policy {spec!r}: {attr} takes no setting "
+                f"{', '.join('policy.' + k for k in unknown)}"
+            )
+    policy = _call_user_code(lambda: factory(**params), spec)
+    if not callable(getattr(policy, "decide", None)):
+        raise InputError(
+            f"policy {spec!r}: {attr}(...) returned {type(policy).__name__}, not a policy "
+            "(an object with a decide(view) method; subclass hpcpower.Policy)"
+        )
+    return policy
+
+
+def _load_module(source: str, spec: str):
+    import importlib
+    import importlib.util
+    import sys
+
+    if not source.endswith(".py"):
+        try:
+            return _call_user_code(lambda: importlib.import_module(source), spec)
+        except ModuleNotFoundError as exc:
+            raise InputError(f"policy {spec!r}: no module {exc.name!r}") from None
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(f"policy {spec!r}: no such file {path}")
+    name = f"hpcpower_user_policy_{abs(hash(str(path.resolve())))}"
+    loader = importlib.util.spec_from_file_location(name, path)
+    if loader is None or loader.loader is None:
+        raise InputError(f"policy {spec!r}: {path} cannot be loaded as Python")
+    module = importlib.util.module_from_spec(loader)
+    # Its folder first on the path, so that it can import its neighbours.
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        _call_user_code(lambda: loader.loader.exec_module(module), spec)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    return module
+
+
+def _call_user_code(run: Callable[[], Any], spec: str) -> Any:
+    """Run a user's code; an exception in it becomes one line naming its file and line."""
+    import traceback
+
+    from hpcpower.errors import HpcpowerError
+
+    try:
+        return run()
+    except (HpcpowerError, ModuleNotFoundError):
+        raise
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        # The innermost frame outside hpcpower itself: where the user's code failed.
+        package = str(Path(__file__).resolve().parents[1])
+        outside = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)]
+        where = f"{outside[-1].filename}:{outside[-1].lineno}" if outside else spec
+        raise InputError(f"policy {spec!r}: {where}: {type(exc).__name__}: {exc}") from exc

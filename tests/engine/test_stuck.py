@@ -97,7 +97,31 @@ def test_a_policy_that_only_asks_to_be_called_back():
     assert seconds < 10
     assert out.startswith("waiter: 100000 passes up to t=")
     assert "nothing running, no job left to arrive and 1 waiting" in out
-    assert out.endswith("no job can ever start")
+    assert "no job can ever start. Job 1 needs 1 node; the nodes are 2 idle." in out
+
+
+def test_a_policy_that_never_wakes_the_nodes_a_job_needs_is_stopped_naming_them():
+    """The student's bug: asleep nodes, a waiting job, and a policy that only waits."""
+    out, seconds = run_until_stopped(
+        """
+        class Sleepy(Policy):
+            name = "sleepy"
+
+            def decide(self, view):
+                return Decision(call_at=[view.now + 600.0])
+
+        jobs = [job(0, 0, 2, 10)]
+        try:
+            Simulation(tiny_platform(3), jobs, Sleepy(), initial_state="sleeping").run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert seconds < 5
+    assert out.endswith(
+        "Job 1 needs 2 nodes; the nodes are 3 sleeping (not idle: [0, 1, 2]). "
+        "Wake the sleeping nodes it needs, or start it"
+    )
 
 
 def test_a_policy_that_waits_while_work_remains_is_not_stopped():
