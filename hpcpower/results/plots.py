@@ -937,7 +937,7 @@ def _label_jobs(
     for job_id in ids.tolist():
         begin = max(float(t["start_s"][job_id]), t0)
         end = min(float(finish[job_id]), t1)
-        text = str(job_id)
+        text = str(t["job_id"][job_id])  # the job's id in the workload
         if (end - begin) * pt_per_s < 0.6 * size * len(text) + 4:
             continue
         nodes = np.sort(results.allocations[job_id])

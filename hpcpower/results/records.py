@@ -69,9 +69,13 @@ class Results:
         jobs = record.jobs
         tis = record.time_in_state_s
         node_energy = tis * record.power_w
+        names = np.array([j.name for j in jobs], dtype=object)
         table = {
-            "job_id": np.array([j.id for j in jobs], dtype=np.int64),
-            "name": np.array([j.name for j in jobs], dtype=object),
+            # One meaning for a job's id everywhere: its id in the workload,
+            # as jobs.csv writes it; "index" is its position (Job.id).
+            "index": np.array([j.id for j in jobs], dtype=np.int64),
+            "job_id": names,
+            "name": names,
             "profile": np.array([j.profile for j in jobs], dtype=object),
             "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
             "res": np.array([j.res for j in jobs], dtype=np.int64),
@@ -173,7 +177,7 @@ class Results:
         with np.errstate(divide="ignore", invalid="ignore"):
             t["slowdown"] = t["turnaround_s"] / run
         t["bounded_slowdown"] = np.maximum(t["turnaround_s"] / np.maximum(run, BSLD_TAU_S), 1.0)
-        t["reason"] = np.array([self.rejected.get(int(i), "") for i in t["job_id"]], dtype=object)
+        t["reason"] = np.array([self.rejected.get(int(i), "") for i in t["index"]], dtype=object)
         t["nodes"] = np.array(
             [" ".join(map(str, a.tolist())) if a is not None else "" for a in self.allocations],
             dtype=object,
@@ -227,9 +231,13 @@ class Results:
         if what == "jobs":
             return pd.DataFrame(self.job_table())
         if what == "nodes":
-            return pd.DataFrame(
+            frame = pd.DataFrame(
                 self.node_intervals(), columns=["node", "state", "start_s", "end_s", "job_id"]
             )
+            # The job's id in the workload, as in the jobs table; "" for no job.
+            names = np.append(self.jobs["job_id"], "")
+            frame["job_id"] = names[frame["job_id"].to_numpy()]
+            return frame
         if what == "states":
             return pd.DataFrame(self.state_counts, columns=["time_s", *STATE_LABELS])
         if what == "decisions":

@@ -67,7 +67,7 @@ def starts_of(policy: str, n_nodes: int, jobs, rule: str, kernels: str = "numpy"
         kernels=kernels,
     )
     res = sim.run()
-    return dict(zip(res.jobs["job_id"].tolist(), res.jobs["start_s"].tolist(), strict=True))
+    return dict(zip(res.jobs["index"].tolist(), res.jobs["start_s"].tolist(), strict=True))
 
 
 # 4 nodes. A (1 node) asks 10 s but runs 100 s; D holds 2 nodes until 200.

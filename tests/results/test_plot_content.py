@@ -162,18 +162,19 @@ def job_labels(ax):
 def test_gantt_labels_jobs_whose_boxes_are_wide_enough(busy):
     ax = plots.gantt(busy)
     labelled = job_labels(ax)
-    # 100 s on a 3730 s axis is wide enough; the 10 s job 11 is not.
-    assert 4 in labelled and 11 not in labelled
-    # Zoomed in, job 11 gets its label; with labels=False nothing is written.
+    # Labels are the jobs' ids in the workload (here index + 1).
+    # 100 s on a 3730 s axis is wide enough (index 4); the 10 s index 11 is not.
+    assert 5 in labelled and 12 not in labelled
+    # Zoomed in, index 11 gets its label; with labels=False nothing is written.
     t = busy.jobs
     around = (t["start_s"][11] - 20, t["finish_s"][11] + 20)
-    assert 11 in job_labels(plots.gantt(busy, window=around))
+    assert 12 in job_labels(plots.gantt(busy, window=around))
     assert job_labels(plots.gantt(busy, labels=False)) == []
     # Each label sits inside its job's rectangle.
     t = busy.jobs
     for text in (x for x in ax.texts if x.get_gid() == "job-label"):
         x, y = text.get_position()
-        i = int(text.get_text())
+        i = list(t["job_id"]).index(text.get_text())
         assert t["start_s"][i] / 60 <= x <= t["finish_s"][i] / 60
         assert round(y) in busy.allocations[i] or y % 1 == 0.5
 
