@@ -30,6 +30,7 @@ _EXPORTS = {
     "load_workload": "hpcpower.workload",
     "Job": "hpcpower.workload.job",
     "Workload": "hpcpower.workload.job",
+    "sweep": "hpcpower.experiments.runner",
 }
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "load_platform",
     "load_workload",
     "make_policy",
+    "sweep",
 ]
 
 
@@ -56,6 +58,7 @@ _SUBMODULES = frozenset(
         "cli",
         "engine",
         "errors",
+        "experiments",
         "planning",
         "platform",
         "policies",
@@ -86,6 +89,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from hpcpower.errors import HpcpowerError, IllegalTransition, InputError, PolicyError
+    from hpcpower.experiments.runner import sweep
     from hpcpower.platform import Platform, load_platform
     from hpcpower.policies.registry import POLICIES, make_policy
     from hpcpower.simulation import Simulation
