@@ -289,13 +289,16 @@ def _local(
 
 def _stop(pool) -> None:
     """Shut a process pool down now: cancel what is queued, stop the workers."""
-    pool.shutdown(wait=False, cancel_futures=True)
     kill = getattr(pool, "terminate_workers", None)  # Python 3.14+
     if kill is not None:
         kill()
+        pool.shutdown(wait=False, cancel_futures=True)
         return
-    # Before 3.14 the executor has no public way to stop a worker mid-run.
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    # Before 3.14 the executor has no public way to stop a worker mid-run; its
+    # processes are taken before shutdown() forgets them.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
         if process.is_alive():
             process.terminate()
 

@@ -172,11 +172,14 @@ class _Planner:
         self._platforms: set[str] = set()
 
     def file(self, path: Path, chain: tuple[Path, ...]) -> str:
-        path = path.resolve() if path.exists() else path
-        if path in chain:
+        # Errors name the file as it was given; circles are found on the real path.
+        real = path.resolve()
+        if real in chain:
             raise InputError(f"{path}: includes itself (through {' -> '.join(map(str, chain))})")
         data = read_toml(path, "sweep file")
-        return self.study(data, str(path), path.parent, default_name=path.stem, chain=chain)
+        return self.study(
+            data, str(path), real.parent, default_name=path.stem, chain=chain + (real,)
+        )
 
     def study(
         self,
@@ -200,7 +203,7 @@ class _Planner:
         if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
             raise InputError(f"{where} [sweep] include: expected a list of sweep files")
         for include in includes:
-            self.file(folder / include, chain + (Path(where),))
+            self.file(folder / include, chain)
         own = any(k in data for k in ("grid", "case")) or "scenario" in head
         if own:
             self._expand(data, head, name, where, folder)
