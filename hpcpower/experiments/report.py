@@ -130,7 +130,8 @@ def report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     if cross:
         md += ["", "## Across platforms", ""]
         md += [
-            "Runs that differ only in their platform (means over seeds).",
+            "Runs that differ only in their platform, on the seeds all platforms have "
+            "(means over those seeds).",
             "",
         ]
         md += _cross_markdown(cross)
@@ -416,8 +417,12 @@ def _icon_section(study: Study, configs: list[Config], writer: _Writer) -> list[
 
 # ------------------------------------------------------------------ across platforms
 def _cross_platform(plan: Plan, records: dict[str, dict]) -> list[dict[str, Any]]:
-    """Means of runs that differ only in their platform (and seed), one row per platform."""
-    groups: dict[str, dict[str, list[dict]]] = {}
+    """Means of runs that differ only in their platform, one row per platform.
+
+    Only the seeds every platform of a group has are used, so the platforms
+    are compared on the same replications.
+    """
+    groups: dict[str, dict[str, dict[int, dict]]] = {}
     names: dict[str, tuple[str, str]] = {}
     for run in plan.runs:
         record = records.get(run.run_id)
@@ -430,14 +435,17 @@ def _cross_platform(plan: Plan, records: dict[str, dict]) -> list[dict[str, Any]
             section, _, key = setting.partition(".")
             ident[section].pop(key, None)
         key = json.dumps(ident, sort_keys=True)
-        groups.setdefault(key, {}).setdefault(Path(str(platform)).stem, []).append(record)
+        seed = run.config["simulation"]["seed"]
+        groups.setdefault(key, {}).setdefault(Path(str(platform)).stem, {})[seed] = record
         names[key] = (_workload_name(run.config), run.config["policy"]["name"])
     rows = []
     for key, platforms in groups.items():
-        if len(platforms) < 2:
+        seeds = set.intersection(*(set(by_seed) for by_seed in platforms.values()))
+        if len(platforms) < 2 or not seeds:
             continue
         workload, policy = names[key]
-        for platform, runs in platforms.items():
+        for platform, by_seed in platforms.items():
+            runs = [by_seed[seed] for seed in sorted(seeds)]
             row = {"workload": workload, "policy": policy, "platform": platform, "n": len(runs)}
             for metric in ("mean_wait_s", "wasted_energy_j", "total_energy_j"):
                 e = estimate([_number(r["metrics"].get(metric)) for r in runs])
@@ -497,16 +505,26 @@ def _plot_pareto(cases: dict[str, list[Config]]):
 
     fig, axes = _figure(len(cases))
     for ax, (case, group) in zip(axes, cases.items(), strict=False):
-        points = [
-            {
-                "mean_wait_s": c.estimate("mean_wait_s").mean,
-                "wasted_energy_j": c.estimate("wasted_energy_j").mean,
-                "label": c.label,
-            }
-            for c in group
-        ]
+        # Configurations with the same results (a variant that never differs)
+        # are one point with one label, "snf-icon = snf-icon-ng".
+        merged: dict[tuple[float, float], dict[str, Any]] = {}
+        for c in group:
+            xy = (c.estimate("mean_wait_s").mean, c.estimate("wasted_energy_j").mean)
+            point = merged.setdefault(
+                xy, {"mean_wait_s": xy[0], "wasted_energy_j": xy[1], "labels": [], "config": c}
+            )
+            point["labels"].append(c.label)
+        points = list(merged.values())
+        for p in points:
+            labels = p.pop("labels")
+            p["label"] = (
+                " = ".join(labels)
+                if len(labels) < 3
+                else f"{labels[0]} ... {labels[-1]} ({len(labels)} alike)"
+            )
         pareto(points, label_key="label", ax=ax)
-        for c, p in zip(group, points, strict=True):
+        for p in points:
+            c = p["config"]
             xerr = c.estimate("mean_wait_s").half_width / 60
             yerr = c.estimate("wasted_energy_j").half_width / 3.6e9
             if not (math.isnan(xerr) or math.isnan(yerr)):
