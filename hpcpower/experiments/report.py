@@ -145,17 +145,18 @@ def report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
 
 # ------------------------------------------------------------------ gathering
 def _configs(plan: Plan, study: Study, records: dict[str, dict]) -> list[Config]:
-    """The configurations of a study, in plan order, with their successful runs."""
+    """The configurations of a study, in the study's order, with their successful runs."""
+    labelled = sorted(
+        ((label, run) for run in plan.runs for label in run.labels if label.study == study.name),
+        key=lambda pair: pair[0].position,
+    )
     configs: dict[tuple, Config] = {}
-    for run in plan.runs:
+    for label, run in labelled:
         record = records.get(run.run_id)
-        for label in run.labels:
-            if label.study != study.name:
-                continue
-            key = (label.case, json.dumps(label.axes, sort_keys=True))
-            config = configs.setdefault(key, Config(study.name, label.case, dict(label.axes)))
-            if record is not None and record["status"] == "ok":
-                config.runs[label.seed] = record
+        key = (label.case, json.dumps(label.axes, sort_keys=True))
+        config = configs.setdefault(key, Config(study.name, label.case, dict(label.axes)))
+        if record is not None and record["status"] == "ok":
+            config.runs[label.seed] = record
     return [c for c in configs.values() if c.runs]
 
 
@@ -305,33 +306,26 @@ def _sensitivity_section(study: Study, configs: list[Config], writer: _Writer) -
     md: list[str] = []
     for axis in numeric:
         lines = _lines(configs, axis)
-        md += ["", f"### Sensitivity to {axis}", ""]
         scale, unit = _axis_unit(axis, [c.axes[axis] for c in configs])
-        rows = []
-        for name, points in lines.items():
-            for value, c in points:
-                rows.append(
-                    [name, _show(value / scale)]
-                    + [
-                        _pm(c.estimate(key), s, fmt)
-                        for key, _, s, fmt in METRICS
-                        if key in SHOWN and _present(configs, key)
-                    ]
-                )
-        md += _table(
-            [
-                "case, configuration",
-                f"{_short(axis)} ({unit})" if unit else _short(axis),
-                *[m[1] for m in METRICS if m[0] in SHOWN and _present(configs, m[0])],
-            ],
-            rows,
-        )
         image = writer.plot(
             f"sensitivity-{study.name}-{_short(axis)}",
             _plot_sensitivity,
             (axis, lines, scale, unit),
         )
-        md += ["", f"![sensitivity to {axis}]({image})"]
+        md += ["", f"### Sensitivity to {axis}", ""]
+        if study.axes != [axis] or len(lines) > 1:
+            # (A study with this one axis and one line has this table above already.)
+            shown = [m for m in METRICS if m[0] in SHOWN and _present(configs, m[0])]
+            rows = [
+                [name, _show(value / scale)]
+                + [_pm(c.estimate(key), s, fmt) for key, _, s, fmt in shown]
+                for name, points in lines.items()
+                for value, c in points
+            ]
+            header = f"{_short(axis)} ({unit})" if unit else _short(axis)
+            md += _table(["case, configuration", header, *[m[1] for m in shown]], rows)
+            md += [""]
+        md += [f"![sensitivity to {axis}]({image})"]
     return md
 
 

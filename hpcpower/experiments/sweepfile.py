@@ -62,12 +62,15 @@ class Label:
         case: Its case (a ``[[case]]`` name, or the base scenario's name).
         seed: Its replication seed (``simulation.seed``).
         axes: The grid values of the run, seeds left out, as ``{"section.key": value}``.
+        position: The run's place in its study, in the order the study lists
+            its runs (a run shared with an earlier study keeps its place here).
     """
 
     study: str
     case: str
     seed: int
     axes: dict[str, Any]
+    position: int = 0
 
 
 @dataclass
@@ -237,6 +240,7 @@ class _Planner:
         if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
             raise InputError(f"{where}: [[case]] entries must be tables")
         case_names: list[str] = []
+        position = 0
         for number, raw in enumerate(cases, 1):
             raw = dict(raw)
             label = raw.pop("name", None)
@@ -265,7 +269,9 @@ class _Planner:
                     case = case or config["simulation"]["name"]
                     kept = {k: v for k, v in axes.items() if k not in seed_keys}
                     kept.pop("simulation.seed", None)
-                    self._add(config, Label(name, case, config["simulation"]["seed"], kept))
+                    seed_used = config["simulation"]["seed"]
+                    self._add(config, Label(name, case, seed_used, kept, position))
+                    position += 1
             if case in case_names:
                 raise InputError(f"{here}: a case named {case!r} is already in this study")
             case_names.append(case)
