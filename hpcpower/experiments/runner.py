@@ -101,6 +101,8 @@ def run_sweep(
         raise InputError("a scheduler address goes with the dask executor (--executor dask)")
     if options.retry_failed and not options.resume:
         raise InputError("retrying failed runs goes with resuming a sweep (--resume)")
+    if options.executor == "dask":
+        _distributed()  # before the sweep's folder is made
     workers = options.workers or os.cpu_count() or 1
     started = time.perf_counter()
     plan = load_plan(source)
@@ -316,16 +318,22 @@ def _worker_start(parent: int) -> None:
 
 
 # ------------------------------------------------------------------ dask
-def _dask(
-    runs: list[PlannedRun], workers: int, address: str | None, keep_runs: bool
-) -> Iterator[tuple[PlannedRun, dict[str, Any]]]:
-    """Run on a Dask cluster; yield each (run, result) as it finishes."""
+def _distributed():
+    """``dask.distributed``'s Client, LocalCluster and as_completed, or a clear error."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise InputError(
             'the dask executor needs dask.distributed: pip install "hpcpower[distributed]"'
         ) from None
+    return Client, LocalCluster, as_completed
+
+
+def _dask(
+    runs: list[PlannedRun], workers: int, address: str | None, keep_runs: bool
+) -> Iterator[tuple[PlannedRun, dict[str, Any]]]:
+    """Run on a Dask cluster; yield each (run, result) as it finishes."""
+    Client, LocalCluster, as_completed = _distributed()
     cluster = None
     try:
         if address:

@@ -238,6 +238,7 @@ def test_a_missing_dask_is_named_with_the_extra_to_install(tmp_path):
     assert done.returncode == 2
     assert 'pip install "hpcpower[distributed]"' in done.stderr
     assert "Traceback" not in done.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_report_writes_tables_and_plots(smoke_local, tmp_path):
