@@ -596,27 +596,33 @@ def _plot_icon(configs: list[Config]):
 
 
 def _plot_cross(rows: list[dict[str, Any]]):
+    from matplotlib.patches import Patch
+
     fig, axes = _figure(2, (7.0, 4.5))
     groups = sorted({(r["workload"], r["policy"]) for r in rows})
     platforms = sorted({r["platform"] for r in rows})
-    width = 0.8 / len(platforms)
+    colors = {p: f"C{k}" for k, p in enumerate(platforms)}
     for ax, (metric, heading, divisor) in zip(
         axes,
         [("wasted_energy_j", "wasted energy (MWh)", 3.6e9), ("mean_wait_s", "mean wait (min)", 60)],
         strict=True,
     ):
-        for k, platform in enumerate(platforms):
-            values = {
-                (r["workload"], r["policy"]): r[f"{metric}.mean"] / divisor
-                for r in rows
-                if r["platform"] == platform
-            }
-            xs = [i - 0.4 + width * (k + 0.5) for i, g in enumerate(groups) if g in values]
-            ax.bar(xs, [values[g] for g in groups if g in values], width, label=platform)
+        for i, group in enumerate(groups):
+            # Each group's bars share its slot: two platforms, two half-width bars.
+            here = [r for r in rows if (r["workload"], r["policy"]) == group]
+            width = 0.8 / len(here)
+            for k, r in enumerate(sorted(here, key=lambda r: r["platform"])):
+                ax.bar(
+                    i - 0.4 + width * (k + 0.5),
+                    r[f"{metric}.mean"] / divisor,
+                    width,
+                    color=colors[r["platform"]],
+                )
         ax.set_xticks(range(len(groups)), [f"{w}\n{p}" for w, p in groups], rotation=90)
         ax.set_ylabel(heading)
         ax.set_yscale("log")
-    axes[0].legend(fontsize="small")
+    handles = [Patch(color=c, label=p) for p, c in colors.items()]
+    axes[0].legend(handles=handles, fontsize="small")
     return fig
 
 
