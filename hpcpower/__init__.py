@@ -34,6 +34,7 @@ _EXPORTS = {
     "load_workload": "hpcpower.workload",
     "Job": "hpcpower.workload.job",
     "Workload": "hpcpower.workload.job",
+    "sweep": "hpcpower.experiments.runner",
 }
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "load_platform",
     "load_workload",
     "make_policy",
+    "sweep",
 ]
 
 
@@ -64,6 +66,7 @@ _SUBMODULES = frozenset(
         "cli",
         "engine",
         "errors",
+        "experiments",
         "planning",
         "platform",
         "policies",
@@ -94,6 +97,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from hpcpower.errors import HpcpowerError, IllegalTransition, InputError, PolicyError
+    from hpcpower.experiments.runner import sweep
     from hpcpower.platform import Platform, load_platform
     from hpcpower.policies.registry import POLICIES, make_policy
     from hpcpower.simulation import Simulation

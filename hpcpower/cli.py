@@ -1,7 +1,8 @@
 """The ``hpcpower`` command: a thin layer over the Python API.
 
 ``hpcpower run SCENARIO.toml`` runs one simulation and writes its outputs;
-``hpcpower trace info FILE`` describes a workload file; ``hpcpower policies``
+``hpcpower sweep SWEEP.toml --out DIR`` runs many and ``hpcpower report DIR``
+summarises them; ``hpcpower trace info FILE`` describes a workload file; ``hpcpower policies``
 and ``hpcpower platforms`` list what can be chosen. Every
 :class:`~hpcpower.errors.HpcpowerError` is printed as one line on stderr with
 exit status 2, never as a traceback.
@@ -422,6 +423,50 @@ def _cmd_view(args: argparse.Namespace) -> int:
 PLOT_KINDS = ("overview", "gantt", "states", "power", "queue", "icon", "compare", "tradeoff")
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from hpcpower.experiments.runner import Options, run_sweep
+    from hpcpower.experiments.sweepfile import load_plan
+
+    if args.dry_run:
+        plan = load_plan(args.sweep_file)
+        for study in plan.studies:
+            count = sum(any(lb.study == study.name for lb in r.labels) for r in plan.runs)
+            print(f"{study.name}: {count} runs ({len(study.cases)} cases)")
+        print(f"{plan.name}: {len(plan.runs)} distinct runs; checked, none started")
+        return 0
+    options = Options(
+        executor=args.executor,
+        workers=args.workers,
+        scheduler_address=args.scheduler_address,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        keep_runs=args.keep_runs,
+        progress=sys.stderr.isatty() and not args.quiet,
+    )
+    outcome = run_sweep(args.sweep_file, args.out, options)
+    if not args.quiet:
+        total = len(outcome.plan.runs)
+        print(
+            f"{outcome.plan.name}: {total} runs: {outcome.skipped} already done, "
+            f"{outcome.done} run now, {len(outcome.failed)} of them failed"
+        )
+        for run_id, error in outcome.failed.items():
+            print(f"failed: {run_id}: {error}")
+        print(f"wall time {outcome.wall_time_s:.1f} s")
+        print(f"wrote {outcome.table}")
+    return 1 if outcome.failed else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from hpcpower.experiments.report import report
+
+    paths = report(args.folder, args.out)
+    if not args.quiet:
+        for path in paths:
+            print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
@@ -501,6 +546,43 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(view, "a run folder (or a scenario TOML, run first)", "RUN_DIR")
     view.add_argument("--out", help="HTML file (default <run folder name>.html)")
     view.set_defaults(func=_cmd_view)
+
+    sweep = sub.add_parser(
+        "sweep", help="run a sweep file: many runs in parallel, each recorded as it finishes"
+    )
+    sweep.add_argument("sweep_file", metavar="SWEEP.toml", help="sweep file")
+    sweep.add_argument("--out", required=True, help="the sweep's folder (results, run files)")
+    sweep.add_argument(
+        "--executor", choices=("local", "dask"), default="local", help="where runs execute"
+    )
+    sweep.add_argument("--workers", type=int, help="parallel runs (default: the number of CPUs)")
+    sweep.add_argument(
+        "--scheduler-address",
+        metavar="ADDR",
+        help="a running Dask scheduler (with --executor dask)",
+    )
+    sweep.add_argument(
+        "--resume", action="store_true", help="continue the sweep in --out, skipping recorded runs"
+    )
+    sweep.add_argument(
+        "--retry-failed", action="store_true", help="with --resume, run failed runs again"
+    )
+    sweep.add_argument(
+        "--keep-runs",
+        action="store_true",
+        help="keep each run's output files (jobs.csv, machine_states.csv, ...) in --out/runs/",
+    )
+    sweep.add_argument(
+        "--dry-run", action="store_true", help="check the sweep file and count its runs, run none"
+    )
+    sweep.add_argument("-q", "--quiet", action="store_true", help="print nothing, show no progress")
+    sweep.set_defaults(func=_cmd_sweep)
+
+    rep = sub.add_parser("report", help="tables and plots of a sweep's results")
+    rep.add_argument("folder", metavar="DIR", help="a sweep's folder (hpcpower sweep --out)")
+    rep.add_argument("--out", help="where to write the report (default DIR/report)")
+    rep.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    rep.set_defaults(func=_cmd_report)
 
     sub.add_parser("policies", help="list the policies").set_defaults(func=_cmd_policies)
     sub.add_parser("platforms", help="list the platform presets").set_defaults(func=_cmd_platforms)

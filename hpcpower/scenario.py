@@ -72,6 +72,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "policy": {"name": "snf-ipm", "timeout_s": 7200.0},
 }
 
+#: The workload generators ``workload.generator`` may name.
+GENERATORS = ("markovian",)
+
 #: Policy parameters beyond ``name`` that some policies accept (e.g. SNF-ICON's);
 #: checked by the policy factory, which names the bad key.
 OPEN_SECTIONS = {"policy"}
@@ -128,35 +131,54 @@ def parse_value(text: str) -> Any:
         return text
 
 
+def read_toml(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
+    """Read a TOML file, or raise an :class:`InputError` saying what is wrong with it.
+
+    Args:
+        path: The file.
+        kind: What the file should be, for the messages (``sweep file``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        if path.is_dir():
+            raise InputError(f"{path}: a folder, not a {kind}")
+        raise InputError(f"no such {kind}: {path}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
 def resolve(
     path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
+    *,
+    where: str = "--set",
+    base: str | Path | None = None,
 ) -> dict[str, Any]:
     """Merge defaults, a scenario file and ``{"section.key": value}`` overrides.
 
     Relative file paths (``workload.path``, a ``platform.name`` ending in
     ``.json``, a ``policy.name`` like ``my_policy.py:factory``) are resolved
     against the scenario file's folder when the file gives them, and against
-    the current folder when an override does.
+    ``base`` (default: the current folder) when an override does.
+
+    Args:
+        path: The scenario file (``None``: the defaults alone).
+        overrides: Settings as ``{"section.key": value}``, applied after the file.
+        where: Where the overrides come from, named in errors about them
+            (``--set`` on the command line, a sweep file's section).
+        base: The folder relative paths among the overrides start from.
     """
     config = copy.deepcopy(DEFAULTS)
-    base = Path.cwd()
     named = False  # whether the file or an override names the platform
     if path is not None:
         path = Path(path)
-        if not path.is_file():
-            if path.is_dir():
-                raise InputError(f"{path}: a folder, not a scenario file")
-            raise InputError(f"no such scenario file: {path}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"{path}: not valid TOML ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-        base = path.resolve().parent
+        data = read_toml(path, "scenario file")
         for section, values in data.items():
             if section not in config or not isinstance(values, dict):
                 raise InputError(
@@ -166,7 +188,7 @@ def resolve(
                 _set(config, f"{section}.{key}", value, where=str(path))
         named = "name" in data.get("platform", {})
         config["simulation"]["name"] = config["simulation"]["name"] or path.stem
-        _anchor(config, base)
+        _anchor(config, path.resolve().parent)
     for key, value in (overrides or {}).items():
         if key == "platform.name":
             named = True
@@ -176,12 +198,12 @@ def resolve(
                 # in place of a uniform cluster the scenario file describes.
                 for uniform in UNIFORM_KEYS:
                     config["platform"].pop(uniform, None)
-        _set(config, key, value, where="--set")
+        _set(config, key, value, where=where)
     if "nodes" in config["platform"] and not named:
         config["platform"]["name"] = UNIFORM_NAME
     check_platform(config["platform"])
     # (The file's paths are absolute by now: only overrides are still relative.)
-    _anchor(config, Path.cwd())
+    _anchor(config, Path(base) if base is not None else Path.cwd())
     wl = config["workload"]
     if not wl["path"] and not wl["generator"]:
         raise InputError("workload: give workload.path or workload.generator")
@@ -372,7 +394,7 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         else:
             workload = load_workload(wl["path"], **options)
             workload = _segment(workload, wl["first"], segment)
-    elif wl["generator"] == "markovian":
+    elif wl["generator"] in GENERATORS:
         workload = markovian(
             wl["n_jobs"],
             nodes=wl["nodes"],

@@ -10,7 +10,9 @@ The rules (docs/background/architecture.md explains them):
 * workload, platform, states and errors import nothing from engine, policies,
   planning, results, scenario or cli;
 * results imports nothing from engine.simulation, policies, scenario or cli;
-* policies see the engine only through its contract (engine.contract).
+* policies see the engine only through its contract (engine.contract);
+* experiments (sweeps and their reports) sit on the public API: nothing below
+  the top imports them, and they never import the cli.
 
 The import graph is read with ``ast`` from the files under ``hpcpower/``,
 without importing anything. It holds every ``import`` and ``from ... import``
@@ -231,3 +233,32 @@ def test_policies_see_the_engine_only_through_its_contract():
 
     bad = violations(("hpcpower.policies",), allowed)
     assert not bad, report("policies import the engine's mechanics or the parts above", bad)
+
+
+def test_nothing_below_the_top_imports_experiments():
+    below = (
+        "hpcpower.engine",
+        "hpcpower.policies",
+        "hpcpower.planning",
+        "hpcpower.results",
+        "hpcpower.workload",
+        "hpcpower.platform",
+        "hpcpower.states",
+        "hpcpower.errors",
+        "hpcpower.scenario",
+        "hpcpower.simulation",
+    )
+    bad = violations(below, lambda name: not in_part(name, "hpcpower.experiments"))
+    assert not bad, report("a part below the top imports the experiments", bad)
+
+
+def test_experiments_use_the_public_api_and_not_the_cli():
+    def allowed(name: str) -> bool:
+        if in_part(name, "hpcpower.engine", "hpcpower.planning", "hpcpower.cli"):
+            return False
+        if in_part(name, "hpcpower.policies"):
+            return name == "hpcpower.policies.registry"
+        return True
+
+    bad = violations(("hpcpower.experiments",), allowed)
+    assert not bad, report("experiments reach past the public API or import the cli", bad)

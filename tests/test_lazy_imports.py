@@ -32,6 +32,7 @@ LIGHT = (
     "hpcpower.policies.icon.spares",
     "hpcpower.policies.icon.gate",
     "hpcpower.policies.icon.config",
+    "hpcpower.experiments",
 )
 
 #: Makes simpy and numba (and their submodules) impossible to import.
@@ -126,3 +127,26 @@ def test_submodules_are_reachable_as_attributes_after_a_bare_import():
         """
     )
     assert code == 0, err
+
+
+def test_sweeps_load_pandas_pyarrow_and_dask_only_when_used():
+    code, out, err = run(
+        """
+        import sys
+
+        import hpcpower
+        import hpcpower.experiments
+
+        sweep = hpcpower.sweep
+        heavy = ("pandas", "pyarrow", "dask", "distributed", "matplotlib", "simpy")
+        loaded = [name for name in heavy if name in sys.modules]
+        if loaded:
+            sys.exit("loaded: " + ", ".join(loaded))
+        from hpcpower.experiments import sweep as same
+
+        assert sweep is same
+        print("ok")
+        """
+    )
+    assert code == 0, err
+    assert out.strip() == "ok"
