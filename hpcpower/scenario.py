@@ -50,6 +50,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "kill_at_walltime": False,
         "repeat_pass": True,
         "kernels": "auto",
+        "decisions": "full",
         "explain": False,
     },
     "platform": {"name": "aoba-64"},
@@ -415,6 +416,7 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         "kill_at_walltime": sim["kill_at_walltime"],
         "repeat_pass": sim["repeat_pass"],
         "kernels": sim.get("kernels", "auto"),
+        "decisions": sim.get("decisions", "full"),
         "explain": sim.get("explain", False),
         "config": {"scenario": config},
     }

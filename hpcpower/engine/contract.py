@@ -161,10 +161,13 @@ class Policy(ABC):
         return {"name": self.name}
 
     def summarise(self, notes: Sequence[dict[str, Any]], span_s: float) -> dict[str, Any]:
-        """Summary entries computed from this policy's own decision notes (none by default).
+        """Summary entries of this policy (none by default).
 
         Args:
-            notes: The decision log of the run (the ``note`` of every pass that had one).
+            notes: The kept decision log: every note, only the passes that
+                did something, or none, as the simulation's ``decisions``
+                setting says. A summary that must be the same whatever is
+                kept comes from the policy's own tally instead.
             span_s: The simulated span of the run.
         """
         return {}

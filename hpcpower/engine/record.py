@@ -6,6 +6,7 @@ needs, so results never read the simulation's internals or call back into it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +58,7 @@ class RunRecord:
     switch_offs: int
     passes: int
     arrived: int
-    decisions: list[dict[str, Any]]
+    decisions: Sequence[dict[str, Any]]
     policy_summary: dict[str, Any]
     kill_at_walltime: bool
     finished: bool

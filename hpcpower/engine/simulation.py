@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple, overload
@@ -44,6 +44,7 @@ from hpcpower._version import __version__
 from hpcpower.engine import _simpy
 from hpcpower.engine.cluster import Cluster
 from hpcpower.engine.contract import Decision, Policy, SystemView
+from hpcpower.engine.decisionlog import LEVELS, DecisionLog
 from hpcpower.engine.queue import JobQueue, QueueView, Running
 from hpcpower.engine.record import RunRecord
 from hpcpower.errors import InputError, PolicyError
@@ -173,6 +174,11 @@ class Simulation:
             runs. ``"auto"`` uses them when numba is installed and the
             numpy path is expected to take at least :data:`AUTO_KERNELS_S`
             (:func:`choose_kernels`). The choice is in :meth:`config`.
+        decisions: How much of the policy's decision log to keep:
+            ``"full"`` (a row per pass, the default), ``"changes"`` (only
+            passes that started a job or switched a node) or ``"off"``. The
+            summary is the same at every level; the log is stored in columns
+            (:class:`~hpcpower.engine.decisionlog.DecisionLog`).
         explain: Record why things happened, for :meth:`trace` and
             ``explain()``: the policies' reasons (:attr:`Decision.why`), the
             whole plan and the node states at every pass. Results are the same
@@ -191,6 +197,7 @@ class Simulation:
         kill_at_walltime: bool = False,
         repeat_pass: bool = True,
         kernels: str = "auto",
+        decisions: str = "full",
         explain: bool = False,
         config: dict[str, Any] | None = None,
     ) -> None:
@@ -205,6 +212,12 @@ class Simulation:
         self.initial_state = initial_state
         self.repeat_pass = repeat_pass
         self.explain_enabled = bool(explain)
+        if decisions not in LEVELS:
+            raise InputError(
+                f"decisions must be one of {', '.join(map(repr, LEVELS))}, got {decisions!r}"
+            )
+        #: How much of the decision log is kept (see the ``decisions`` argument).
+        self.decision_level = decisions
         self.extra_config = dict(config or {})
         #: The form of the planning algorithms in use: ``"numba"`` or ``"numpy"``.
         self.kernels = choose_kernels(kernels, policy, len(workload.jobs), platform.n_nodes)
@@ -238,7 +251,7 @@ class Simulation:
         self.finish_s = np.full(n, np.nan)
         self.gangs: list[np.ndarray | None] = [None] * n
         self.rejected: dict[int, str] = {}
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions = DecisionLog()
         self.last_decision: Decision | None = None
         #: Why the last controller pass ran (see :class:`SystemView`).
         self.last_triggers: frozenset[str] = frozenset()
@@ -432,8 +445,12 @@ class Simulation:
             self._idle_passes = 0
         if decision.call_at:
             self._call_at(decision.call_at)
-        if decision.note is not None:
-            self.decisions.append(decision.note)
+        note = decision.note
+        if note is not None and self.decision_level != "off":
+            if self.decision_level == "full" or (
+                decision.start or decision.switch_on or decision.switch_off
+            ):
+                self.decisions.append(note)
         self._record_states()
         if explain:
             self.passes_trace.append(_trace_pass(now, triggers, waiting, decision, self.cluster))
@@ -732,7 +749,8 @@ class Simulation:
         seconds = cluster.time_in_state_s.copy()
         if not self.finished:
             seconds[np.arange(cluster.n_nodes), cluster.state] += end - cluster.since
-        decisions = list(self.decisions)
+        # A finished run's log is final; one taken mid-run is copied, as it grows.
+        decisions = self.decisions if self.finished else self.decisions.copy()
         return RunRecord(
             jobs=list(self.workload.jobs),
             start_s=self.start_s.copy(),
@@ -770,6 +788,7 @@ class Simulation:
             "kill_at_walltime": self.kill_at_walltime,
             "repeat_pass": self.repeat_pass,
             "kernels": self.kernels,
+            "decisions": self.decision_level,
             "version": __version__,
             **self.extra_config,
         }
@@ -860,7 +879,9 @@ def _load_twins(required: bool) -> str:
     return "numba"
 
 
-def _policy_summary(policy: Policy, notes: list[dict[str, Any]], span_s: float) -> dict[str, Any]:
+def _policy_summary(
+    policy: Policy, notes: Sequence[dict[str, Any]], span_s: float
+) -> dict[str, Any]:
     """The policy's own summary entries (none from a policy without ``summarise``)."""
     summarise = getattr(policy, "summarise", None)
     return dict(summarise(notes, span_s)) if summarise is not None else {}

@@ -9,8 +9,10 @@ change its results taken out and everything that does spelled out:
 * a workload or platform file by the SHA-256 of its bytes, not by its path,
   so a sweep keeps its run ids when the checkout moves, and a trace edited in
   place makes new runs;
-* no ``simulation.name`` (a label) and no ``simulation.kernels`` (the numpy
-  and compiled forms give the same results to the bit).
+* no ``simulation.name`` (a label), no ``simulation.kernels`` (the numpy
+  and compiled forms give the same results to the bit), and neither
+  ``simulation.explain`` nor ``simulation.decisions`` (what is recorded
+  about a run, not what it does).
 
 ``run_id`` is the first 16 hex digits of the SHA-256 of that configuration
 as canonical JSON (sorted keys, no spaces); it never uses Python's ``hash``,
@@ -28,7 +30,12 @@ from pathlib import Path
 from typing import Any
 
 #: Settings that never change a run's results, left out of its identity.
-NOT_IDENTITY = (("simulation", "name"), ("simulation", "kernels"))
+NOT_IDENTITY = (
+    ("simulation", "name"),
+    ("simulation", "kernels"),
+    ("simulation", "explain"),
+    ("simulation", "decisions"),
+)
 
 #: Hex digits of the SHA-256 kept in a run id (64 bits: no collision in any sweep).
 RUN_ID_DIGITS = 16

@@ -10,6 +10,7 @@ summary entries through ``Policy.summarise``). Field-by-field definitions are in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,7 @@ class Results:
     time_in_state_s: np.ndarray
     energy_by_state_j: np.ndarray
     node_energy_j: np.ndarray
-    decisions: list[dict[str, Any]]
+    decisions: Sequence[dict[str, Any]]
     config: dict[str, Any]
     end_s: float
     summary: dict[str, Any] = field(default_factory=dict)

@@ -106,6 +106,7 @@ class SnfIcon(Policy):
 
     def _fresh(self) -> None:
         cfg = self.settings
+        self._modes = _ModeTally()
         self.arrivals = ArrivalEstimator(
             cfg.initial_arrival_rate, cfg.arrival_ema_alpha, cfg.arrival_rate
         )
@@ -205,6 +206,7 @@ class SnfIcon(Policy):
         )
         decision.note = note
         self.last_note = note
+        self._modes.add(now, note["mode"])
         if view.explain:
             decision.why = _reasons(note, decision)
         return decision
@@ -488,8 +490,12 @@ class SnfIcon(Policy):
         return {"name": self.name, **self.settings.as_dict()}
 
     def summarise(self, notes, span_s: float) -> dict[str, Any]:
-        """The ICON time share: the part of the run when the latest pass was in ICON mode."""
-        return {"icon_time_fraction": _icon_share(notes, span_s)}
+        """The ICON time share: the part of the run when the latest pass was in ICON mode.
+
+        Kept as the run goes (not read from ``notes``), so that it is the same
+        whatever part of the decision log the simulation keeps.
+        """
+        return {"icon_time_fraction": self._modes.share(span_s)}
 
     def __repr__(self) -> str:
         mode = self.last_note.get("mode") if self.last_note else "not started"
@@ -585,19 +591,35 @@ class _Recorded:
             yield p
 
 
-def _icon_share(decisions: list[dict[str, Any]], span: float) -> float | None:
-    """Share of simulated time during which the last pass was in ICON mode.
+class _ModeTally:
+    """The time spent with the latest pass in ICON mode, summed pass by pass.
 
-    ``None`` when no pass logged a mode.
+    The segments are added in pass order, from each pass to the next, as a
+    sum over the whole decision log would add them, so the share is the
+    same to the bit.
     """
-    moded = [(d["time_s"], d["mode"]) for d in decisions if "mode" in d]
-    if not moded or span <= 0:
-        return None
-    total = 0.0
-    for (t0, mode), (t1, _) in zip(moded, moded[1:] + [(span, None)], strict=True):
-        if mode == "icon":
-            total += max(0.0, min(t1, span) - t0)
-    return total / span
+
+    __slots__ = ("last_s", "last_mode", "icon_s")
+
+    def __init__(self) -> None:
+        self.last_s = math.nan
+        self.last_mode: str | None = None
+        self.icon_s = 0.0
+
+    def add(self, now: float, mode: str) -> None:
+        if self.last_mode == "icon":
+            self.icon_s += max(0.0, now - self.last_s)
+        self.last_s = now
+        self.last_mode = mode
+
+    def share(self, span: float) -> float | None:
+        """Share of ``[0, span]`` in ICON mode; ``None`` before any pass or for no span."""
+        if self.last_mode is None or span <= 0:
+            return None
+        total = self.icon_s
+        if self.last_mode == "icon":
+            total += max(0.0, span - self.last_s)
+        return total / span
 
 
 def _reasons(note: dict[str, Any], decision: Decision) -> list[dict[str, Any]]:
