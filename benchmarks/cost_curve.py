@@ -221,7 +221,7 @@ def run_grid(
                     for c in cells
                 )
                 est = estimate_s(spec, cells)
-                if bigger and (est is None or est > timeout_s):
+                if bigger:
                     cell = {**spec, "status": "skipped (larger than a stopped cell)"}
                 elif est is not None and est > timeout_s:
                     cell = {**spec, "status": f"skipped (estimated {est:.0f} s)", "estimate_s": est}
