@@ -285,7 +285,7 @@ def markdown_table(cells: list[dict]) -> str:
         case = c.get("trace", "markovian") + (f" on {c['platform']}" if "platform" in c else "")
         head = f"| {case} | {c['policy']} | {c.get('nodes', '')} | {c.get('jobs', '')} |"
         if c["status"] != "ok":
-            rows.append(f"{head} | {c['status']} | | | | | | | | |")
+            rows.append(f"{head} {c['status']} | | | | | | | | |")
             continue
         days = c["simulated_s"] / 86400
         rows.append(
