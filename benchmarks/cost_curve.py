@@ -68,8 +68,17 @@ def rss_now_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process in MB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this process in MB.
+
+    VmHWM where Linux has it: ru_maxrss carries over exec the size of the
+    forked copy of the parent (here the small driver, so the two agree
+    within a few MB, but a large parent would show through).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            return int(f.read().split("VmHWM:")[1].split()[0]) / 1024
+    except (OSError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # ---------------------------------------------------------------- one cell
