@@ -174,6 +174,41 @@ class MlpAgent:
         self.clip = float(clip)
         self.epsilon = float(epsilon)
 
+    @classmethod
+    def from_sb3(cls, model: Any, vec_normalize: Any = None) -> MlpAgent:
+        """The deterministic policy of a Stable-Baselines3 PPO/A2C ``MlpPolicy`` as numpy.
+
+        Args:
+            model: The model, with a flat Box observation and a Discrete or
+                MultiDiscrete action space; its actor network (the policy
+                half of ``mlp_extractor`` and ``action_net``) is copied.
+            vec_normalize: The ``VecNormalize`` wrapper it was trained in, if
+                it normalised observations.
+        """
+        policy = model.policy
+        linear: list[Any] = [m for m in policy.mlp_extractor.policy_net if hasattr(m, "weight")]
+        acts = {type(m).__name__ for m in policy.mlp_extractor.policy_net} - {"Linear"}
+        if acts - {"Tanh", "ReLU"} or len(acts) > 1:
+            raise InputError(f"only tanh or relu networks can be exported, found {sorted(acts)}")
+        linear.append(policy.action_net)
+        layers = [(m.weight.detach().cpu().numpy(), m.bias.detach().cpu().numpy()) for m in linear]
+        space = model.action_space
+        nvec = [int(space.n)] if hasattr(space, "n") else [int(k) for k in space.nvec]
+        mean = var = None
+        clip, epsilon = 10.0, 1e-8
+        if vec_normalize is not None and vec_normalize.norm_obs:
+            mean, var = vec_normalize.obs_rms.mean, vec_normalize.obs_rms.var
+            clip, epsilon = vec_normalize.clip_obs, vec_normalize.epsilon
+        return cls(
+            layers,
+            nvec,
+            activation="relu" if acts == {"ReLU"} else "tanh",
+            obs_mean=mean,
+            obs_var=var,
+            clip=clip,
+            epsilon=epsilon,
+        )
+
     def __call__(self, observation: np.ndarray) -> Any:
         """The action: an int for one dimension, else an int array."""
         x = np.asarray(observation, dtype=float)
