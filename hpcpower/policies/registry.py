@@ -83,11 +83,16 @@ def make_policy(name: str, **params: Any) -> Policy:
     ``name`` is a registered policy (``hpcpower policies``) or a policy of
     your own, given as ``path/to/file.py:factory`` or ``module:factory``:
     the factory is called with the parameters it takes (``timeout_s`` only
-    if it takes it) and must return a :class:`Policy`.
+    if it takes it) and must return a :class:`Policy`. ``rl:PATH`` is a
+    trained agent deciding power (:func:`hpcpower.rl.load_agent_policy`).
 
     Raises:
         InputError: unknown name, or a parameter the policy does not take.
     """
+    if name.startswith("rl:"):
+        from hpcpower.rl.agent import load_agent_policy
+
+        return load_agent_policy(name[3:], **params)
     if ":" in name:
         return load_policy(name, **params)
     try:
