@@ -164,7 +164,8 @@ def resolve(
     """Merge defaults, a scenario file and ``{"section.key": value}`` overrides.
 
     Relative file paths (``workload.path``, a ``platform.name`` ending in
-    ``.json``, a ``policy.name`` like ``my_policy.py:factory``) are resolved
+    ``.json``, a ``policy.name`` like ``my_policy.py:factory`` or
+    ``rl:agents/fs1.npz``) are resolved
     against the scenario file's folder when the file gives them, and against
     ``base`` (default: the current folder) when an override does.
 
@@ -346,6 +347,10 @@ def _anchor(config: dict[str, Any], base: Path) -> None:
     file, sep, factory = policy.rpartition(":")
     if sep and file.endswith(".py") and not Path(file).is_absolute():
         config["policy"]["name"] = f"{(base / file).resolve()}:{factory}"
+    kind, sep, agent = policy.partition(":")
+    if sep and kind == "rl" and agent and not Path(agent).is_absolute():
+        # A trained agent's file (--policy rl:PATH), from the same folder rule.
+        config["policy"]["name"] = f"rl:{(base / agent).resolve()}"
     name = str(config["platform"]["name"])
     if "nodes" in config["platform"]:
         return  # a uniform cluster: the name is a label, not a file

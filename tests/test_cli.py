@@ -733,3 +733,16 @@ def test_a_scenario_names_its_own_policy_file_relative_to_its_folder(tmp_path, c
     code, _, err = cli(capsys, "run", here / "s.toml", "--out", tmp_path / "o", "-q")
     assert code == 0, err
     assert read_summary(tmp_path / "o")["config"]["policy"]["name"] == "eager-off"
+
+
+def test_a_scenario_names_a_trained_agent_relative_to_its_folder(tmp_path, capsys, monkeypatch):
+    here = tmp_path / "study"
+    here.mkdir()
+    shutil.copy(ROOT / "scenarios" / "rl" / "agents" / "das2-fs1.npz", here / "agent.npz")
+    (here / "jobs.swf").write_text(swf(*GOOD_JOBS))
+    (here / "s.toml").write_text('[workload]\npath = "jobs.swf"\n[policy]\nname = "rl:agent.npz"\n')
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    code, _, err = cli(capsys, "run", here / "s.toml", "--out", tmp_path / "o", "-q")
+    assert code == 0, err
+    summary = read_summary(tmp_path / "o")
+    assert summary["jobs_completed"] == summary["jobs_submitted"]
