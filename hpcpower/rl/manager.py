@@ -42,6 +42,7 @@ import numpy as np
 
 from hpcpower.errors import InputError
 from hpcpower.policies.base import Decision, PowerManager, QueuePolicy, Schedule, SystemView
+from hpcpower.policies.power.ipm import plan_wake
 from hpcpower.rl.features import Observer, check_features
 from hpcpower.states import COMPUTING
 
@@ -245,11 +246,7 @@ class AgentPowerManager(PowerManager):
         claimed: set[int] = set()
         for node, start in first.items():
             if node in sleeping:
-                wake = start - lead[node]
-                if wake <= now + EPS:
-                    decision.switch_on.append(node)
-                else:
-                    decision.call_at.append(wake)
+                plan_wake(node, start, lead[node], now, decision)  # IPM's wake rule
                 claimed.add(node)
             elif node in free:
                 if now + (off[node] + lead[node]) > start:

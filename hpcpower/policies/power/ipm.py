@@ -74,11 +74,7 @@ class IPM(PowerManager):
             )
             for node, start in first_start.items():
                 if node in sleeping:
-                    wake = start - lead[node]
-                    if wake <= now + EPS:
-                        decision.switch_on.append(node)
-                    else:
-                        decision.call_at.append(wake)
+                    plan_wake(node, start, lead[node], now, decision)
 
         # Expired nodes are switched off in the order they became idle, so
         # that the duration draws happen in the authors' order.
@@ -187,6 +183,20 @@ class IPM(PowerManager):
     def config(self) -> dict[str, Any]:
         """Name and timeout."""
         return {"power": self.name, "timeout_s": self.timeout_s}
+
+
+def plan_wake(node: int, start: float, lead: float, now: float, decision: Decision) -> None:
+    """Wake a sleeping node planned to start a job at ``start``, in time and no sooner.
+
+    Its wake time is ``start - lead`` (the mean switch-on time): due now (or
+    past), the node is switched on in this pass; later, a pass is asked for
+    then, which plans again.
+    """
+    wake = start - lead
+    if wake <= now + EPS:
+        decision.switch_on.append(node)
+    else:
+        decision.call_at.append(wake)
 
 
 def _expiries(
