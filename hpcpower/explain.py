@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hpcpower.engine.contract import short_ids
 from hpcpower.errors import InputError, require
 from hpcpower.states import COMPUTING, IDLE, STATE_LABELS
 
@@ -265,7 +266,4 @@ def _nodes(n: int) -> str:
 
 
 def _short(nodes) -> str:
-    ids = [int(x) for x in (nodes if nodes is not None else [])]
-    if len(ids) <= 8:
-        return f"nodes {ids}"
-    return f"nodes [{', '.join(map(str, ids[:6]))}, ... ({len(ids)} nodes)]"
+    return f"nodes {short_ids(nodes if nodes is not None else [])}"

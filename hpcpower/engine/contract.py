@@ -117,11 +117,12 @@ class Decision:
     time_s: float = math.nan
 
     def __repr__(self) -> str:
-        starts = ", ".join(f"job {j.name} on {_ids(n)}" for j, n in self.start) or "none"
+        starts = ", ".join(f"job {j.name} on {short_ids(n)}" for j, n in self.start) or "none"
         when = "" if math.isnan(self.time_s) else f"t={self.time_s:.10g} s: "
+        calls = [float(t) for t in sorted(self.call_at)[:3]]
         return (
-            f"<Decision {when}start {starts}; switch on {_ids(self.switch_on)}, "
-            f"off {_ids(self.switch_off)}; call at {[float(t) for t in sorted(self.call_at)[:3]]}>"
+            f"<Decision {when}start {starts}; switch on {short_ids(self.switch_on)}, "
+            f"off {short_ids(self.switch_off)}; call at {calls}>"
         )
 
     def _repr_html_(self) -> str:
@@ -130,7 +131,7 @@ class Decision:
         return decision_html(self)
 
 
-def _ids(nodes: np.ndarray | Sequence[int]) -> str:
+def short_ids(nodes: np.ndarray | Sequence[int]) -> str:
     """Node ids as a short list: ``[3, 4, 5]``, or ``[3, 4, 5, ... (12 nodes)]``."""
     ids = [int(n) for n in nodes]
     if len(ids) <= 8:

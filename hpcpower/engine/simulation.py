@@ -179,7 +179,7 @@ class Simulation:
             passes that started a job or switched a node) or ``"off"``. The
             summary is the same at every level; the log is stored in columns
             (:class:`~hpcpower.engine.decisionlog.DecisionLog`).
-        explain: Record why things happened, for :meth:`trace` and
+        explain: Record why things happened, in :attr:`passes_trace`, for
             ``explain()``: the policies' reasons (:attr:`Decision.why`), the
             whole plan and the node states at every pass. Results are the same
             either way; it costs time and memory, so it is off by default.
