@@ -35,6 +35,10 @@ class JobQueue:
         self._fcfs: dict[int, Job] = {}
         self._snf_keys: list[tuple[int, float, int]] = []
         self._snf_jobs: list[Job] = []
+        # The SNF-ordered columns res and reqtime_s, kept in step with
+        # _snf_jobs (shifted on insert and removal) for compiled planners.
+        self._snf_res = np.empty(64, dtype=np.int64)
+        self._snf_req = np.empty(64, dtype=float)
         self._ids = np.empty(64, dtype=np.int64)
         self._res = np.empty(64, dtype=np.int64)
         self._req = np.empty(64, dtype=float)
@@ -53,6 +57,15 @@ class JobQueue:
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
         self._snf_jobs.insert(i, job)
+        n = len(self._snf_jobs) - 1  # jobs before this one
+        if n == len(self._snf_res):
+            self._snf_res = np.resize(self._snf_res, 2 * n)
+            self._snf_req = np.resize(self._snf_req, 2 * n)
+        if i < n:  # (numpy copies overlapping slices as if through a buffer)
+            self._snf_res[i + 1 : n + 1] = self._snf_res[i:n]
+            self._snf_req[i + 1 : n + 1] = self._snf_req[i:n]
+        self._snf_res[i] = job.res
+        self._snf_req[i] = job.reqtime_s
         if self._used == len(self._ids):
             self._compact(grow=True)
         k = self._used
@@ -72,6 +85,10 @@ class JobQueue:
         i = bisect.bisect_left(keys, snf_key(job))
         del keys[i]
         del self._snf_jobs[i]
+        n = len(keys)  # jobs left
+        if i < n:
+            self._snf_res[i:n] = self._snf_res[i + 1 : n + 1]
+            self._snf_req[i:n] = self._snf_req[i + 1 : n + 1]
         self._alive[self._slot.pop(job_id)] = False
 
     def _compact(self, grow: bool) -> None:
@@ -101,6 +118,15 @@ class JobQueue:
                 column.flags.writeable = False
             self._columns = columns
         return self._columns
+
+    def snf_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(res, reqtime_s)`` of the waiting jobs in SNF order (as :meth:`snf`).
+
+        Read-only views of buffers the queue shifts as it changes: read them
+        within the pass, never keep them.
+        """
+        n = len(self._snf_jobs)
+        return read_only(self._snf_res[:n]), read_only(self._snf_req[:n])
 
     def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """``(ids, res, reqtime_s, alive, used)``: the buffers behind :meth:`fcfs_columns`.
@@ -172,10 +198,20 @@ class QueueView:
         job: The waiting job with an id: :meth:`JobQueue.job`.
         min_res: Fewest nodes any waiting job requests: :meth:`JobQueue.min_res`.
         fcfs_columns: ``(ids, res, reqtime_s)`` in arrival order: :meth:`JobQueue.fcfs_columns`.
+        snf_columns: ``(res, reqtime_s)`` in SNF order: :meth:`JobQueue.snf_columns`.
         slots: The buffers behind them: :meth:`JobQueue.slots`.
     """
 
-    __slots__ = ("_jobs", "fcfs", "snf", "job", "min_res", "fcfs_columns", "slots")
+    __slots__ = (
+        "_jobs",
+        "fcfs",
+        "snf",
+        "job",
+        "min_res",
+        "fcfs_columns",
+        "snf_columns",
+        "slots",
+    )
 
     def __init__(self, queue: JobQueue) -> None:
         self._jobs = queue._fcfs
@@ -184,6 +220,7 @@ class QueueView:
         self.job = queue.job
         self.min_res = queue.min_res
         self.fcfs_columns = queue.fcfs_columns
+        self.snf_columns = queue.snf_columns
         self.slots = queue.slots
 
     def __contains__(self, job: Job) -> bool:

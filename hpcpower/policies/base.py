@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,16 +88,19 @@ class Schedule:
         """The part of the plan made so far."""
         return self._made
 
-    def first_appearances(self, nodes: set[int]) -> dict[int, float]:
+    def first_appearances(self, nodes: AbstractSet[int] | np.ndarray) -> dict[int, float]:
         """The first planned start of each of ``nodes`` that the plan uses.
 
         Keys are in order of first appearance (plan order, then each entry's
         node order). The plan is read only until every one of ``nodes``
-        appeared (or to its end).
+        appeared (or to its end). ``nodes`` is a set, or an array of
+        distinct node ids (cheaper for a compiled plan: see ``view.compiled``).
         """
         found: dict[int, float] = {}
-        if not nodes or (self._source is None and not self._made):
+        if not len(nodes) or (self._source is None and not self._made):
             return found
+        if isinstance(nodes, np.ndarray):
+            nodes = set(nodes.tolist())
         for planned in self.iter_plan():
             start = planned.start_s
             for node in np.asarray(planned.nodes).tolist():
@@ -159,15 +163,22 @@ class ArraySchedule(Schedule):
         """The part of the plan read so far (entries made when looked at)."""
         return _Prefix(self, self._read)
 
-    def first_appearances(self, nodes: set[int]) -> dict[int, float]:
+    def first_appearances(self, nodes: AbstractSet[int] | np.ndarray) -> dict[int, float]:
         """As :meth:`Schedule.first_appearances`, from the arrays (one compiled scan)."""
-        if not nodes:
+        if not len(nodes):
             return {}
         _, starts, flat, ptr = self._load()
-        wanted = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
+        wanted = node_array(nodes)
         found, entry, read = _easy.first_appearances(flat, ptr, wanted)
         self._read = max(self._read, read)
         return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
+
+
+def node_array(nodes: AbstractSet[int] | np.ndarray) -> np.ndarray:
+    """Node ids as an int64 array (a set read into one, an array taken as it is)."""
+    if isinstance(nodes, np.ndarray):
+        return nodes.astype(np.int64, copy=False)
+    return np.fromiter(nodes, dtype=np.int64, count=len(nodes))
 
 
 class _Prefix(Sequence):

@@ -43,6 +43,7 @@ def test_the_digest_covers_every_planning_source():
     assert names == [
         "hpcpower.planning.common",
         "hpcpower.planning.easy",
+        "hpcpower.planning.forward",
         "hpcpower.planning.gang",
         "hpcpower.planning.release",
         "hpcpower.planning.select",

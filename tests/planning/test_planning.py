@@ -201,13 +201,19 @@ def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
 
     monkeypatch.setattr(ReleaseMap, "__init__", recording)
     monkeypatch.setattr(ReleaseMap, "select", checking)
-    for platform, jobs, policy in (
-        ("aoba-64", 300, "fcfs-easy-ipm"),
-        ("aoba-64", 300, "snf-ipm"),
-        ("aoba-1152", 400, "snf-ipm"),
-        ("aoba-1152", 400, "fcfs-easy"),
-    ):
-        workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+    sdsc = "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz"
+    cases = [
+        ("aoba-64", sdsc, 300, "fcfs-easy-ipm"),
+        ("aoba-64", sdsc, 300, "snf-ipm"),
+        ("aoba-1152", sdsc, 400, "snf-ipm"),
+        ("aoba-1152", sdsc, 400, "fcfs-easy"),
+    ]
+    if kernels == "numba":
+        # The compiled baselines plan in one call each (checked in the next
+        # test); SNF-ICON's planner still selects job by job.
+        cases.append(("aoba-64", "generated-markovian-3000.json.gz", 1500, "snf-icon"))
+    for platform, data, jobs, policy in cases:
+        workload = load_workload(DATA / data)
         workload.jobs = workload.jobs[:jobs]
         sim = Simulation(
             load_platform(platform), workload, make_policy(policy), seed=42, kernels=kernels
@@ -215,6 +221,73 @@ def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
         assert sim.kernels == kernels
         sim.run()
     assert checked > 1000
+
+
+@pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
+def test_the_compiled_snf_plan_is_the_numpy_plan_on_real_passes(monkeypatch):
+    """SNF's compiled forward plan, whole and read to the first appearances, equals the numpy one.
+
+    At every pass of SNF+IPM runs (64 and 1152 nodes) the numpy form plans
+    the same pass again (its node choices checked against the four-key
+    sort), and both the whole compiled plan and the first appearances of
+    the sleeping and expired nodes must be the same.
+    """
+    import dataclasses
+
+    from hpcpower import load_platform, load_workload
+    from hpcpower.policies.queue import snf
+
+    compared = 0
+    selects = 0
+    original_schedule = snf.SNF.schedule
+    original_select = ReleaseMap.select
+
+    def checking_select(self, r, min_start, candidates=None):
+        nonlocal selects
+        got = original_select(self, r, min_start, candidates)
+        want = _select_by_four_keys(self, self.made_from, self.timeout, r, min_start)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got[1] == want[1] and got[0].tolist() == want[0].tolist()
+        selects += 1
+        return got
+
+    def comparing(self, view, timeout_s):
+        nonlocal compared
+        got = original_schedule(self, view, timeout_s)
+        if not isinstance(got, snf._ForwardSchedule):
+            return got
+        slow = original_schedule(self, dataclasses.replace(view, compiled=False), timeout_s)
+        monkeypatch.setattr(ReleaseMap, "select", checking_select)
+        try:
+            want = [(p.job.id, p.start_s, p.nodes.tolist()) for p in slow.plan]
+        finally:
+            monkeypatch.setattr(ReleaseMap, "select", original_select)
+        twin = original_schedule(self, view, timeout_s)
+        assert [(p.job.id, p.start_s, p.nodes.tolist()) for p in twin.plan] == want
+        asleep = set(view.cluster.sleeping)
+        if asleep:
+            first = original_schedule(self, view, timeout_s).first_appearances(asked := asleep)
+            wanted = np.array(sorted(asked), dtype=np.int64)
+            assert list(first.items()) == list(slow.first_appearances(asked).items())
+            assert list(first.items()) == list(twin.first_appearances(wanted).items())
+        compared += 1
+        return got
+
+    original_init = ReleaseMap.__init__
+
+    def recording(self, cluster, now, timeout_s, *args, **kwargs):
+        original_init(self, cluster, now, timeout_s, *args, **kwargs)
+        self.made_from, self.timeout = cluster, timeout_s
+
+    monkeypatch.setattr(ReleaseMap, "__init__", recording)
+    monkeypatch.setattr(snf.SNF, "schedule", comparing)
+    for platform, jobs in (("aoba-64", 300), ("aoba-1152", 300)):
+        workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+        workload.jobs = workload.jobs[:jobs]
+        policy = make_policy("snf-ipm")
+        Simulation(load_platform(platform), workload, policy, seed=42, kernels="numba").run()
+    assert compared > 300 and selects > 1000
 
 
 @settings(max_examples=200, deadline=None)

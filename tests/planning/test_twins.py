@@ -19,10 +19,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning import _numba, compiled, easy, gang, release, select
-from hpcpower.planning.common import IDLE, timeout_arg
+from hpcpower.planning import _numba, compiled, easy, forward, gang, release, select
+from hpcpower.planning.common import IDLE, SLEEPING, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
+from hpcpower.policies.queue.snf import plan_forward
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +227,56 @@ def _compare_twins_directly(view, timeout_s) -> None:
         return
     for rule in ("never", "now"):
         _compare_easy_twins(view, timeout_s, order, rule)
+        _compare_forward_plan(view, timeout_s, order, rule)
+
+
+def _compare_forward_plan(view, timeout_s, order, rule) -> None:
+    """``forward_plan`` after SNF dispatch against ``plan_forward``: whole, and read partly."""
+    cluster = view.cluster
+    now = view.now
+    jobs = view.queue.snf()
+    started = []
+    used = 0
+    for waiting in jobs:  # SNF dispatch on the idle order
+        if waiting.res > len(order) - used:
+            break
+        started.append((order[used : used + waiting.res], waiting.reqtime_s))
+        used += waiting.res
+    k = len(started)
+    releases = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
+    easy.occupy_started(releases, now, started)
+    want = [(p.start_s, p.nodes.tolist()) for p in plan_forward(releases, jobs[k:], now)]
+    res, req = (np.array(column)[k:] for column in view.queue.snf_columns())
+    args = (
+        now,
+        cluster.node_arrays,
+        rule == "never",
+        timeout_arg(timeout_s),
+        np.asarray(order, dtype=np.int64),
+        easy.started_columns(started),
+        (res, req),
+    )
+    starts, flat, ptr, found, entry = forward.forward_plan(*args, np.empty(0, dtype=np.int64), True)
+    got = [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+    assert got == want
+    assert len(found) == 0
+    # Read until the sleeping nodes appeared: the plan's first entries, and
+    # each node's first entry.
+    asleep = np.flatnonzero(cluster.state == SLEEPING)
+    if not len(asleep):
+        return
+    starts, flat, ptr, found, entry = forward.forward_plan(*args, asleep[::-1].copy(), False)
+    first: dict[int, int] = {}
+    for j, (_, nodes) in enumerate(want):
+        for node in nodes:
+            if cluster.state[node] == SLEEPING:
+                first.setdefault(node, j)
+    assert list(zip(found.tolist(), entry.tolist(), strict=True)) == list(first.items())
+    read = len(want) if len(first) < len(asleep) else max(first.values()) + 1
+    assert len(starts) == read
+    assert [(float(s), flat[ptr[j] : ptr[j + 1]].tolist()) for j, s in enumerate(starts)] == (
+        want[:read]
+    )
 
 
 def _compare_easy_twins(view, timeout_s, order, rule) -> None:

@@ -11,13 +11,22 @@ authors' ``snf_psas``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
 
 from hpcpower.engine.contract import Planned, SystemView
+from hpcpower.planning import easy, forward
+from hpcpower.planning.common import timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
-from hpcpower.policies.base import QueuePolicy, Schedule, check_overrun_release
+from hpcpower.policies.base import (
+    ArraySchedule,
+    QueuePolicy,
+    Schedule,
+    check_overrun_release,
+    node_array,
+)
 from hpcpower.workload.job import Job
 
 
@@ -53,6 +62,8 @@ class SNF(QueuePolicy):
             out.start.append(Planned(job, now, idle[used : used + job.res]))
             used += job.res
         rest = jobs[len(out.start) :]
+        if view.compiled and rest:
+            return _ForwardSchedule(self, view, timeout_s, out.start, rest, idle)
         return Schedule(out.start, _plan(self, view, timeout_s, out.start, rest, idle))
 
 
@@ -96,3 +107,68 @@ def plan_forward(
         releases.occupy(nodes, start + held)
         yield Planned(job, start, nodes)
         barrier = start
+
+
+class _ForwardSchedule(ArraySchedule):
+    """:func:`_plan` made by the compiled :func:`~hpcpower.planning.forward.forward_plan`.
+
+    :meth:`first_appearances` plans only until every wanted node appeared
+    (as the lazy numpy form reads it); the whole plan is made when it is
+    read in full. Entries are the same either way.
+    """
+
+    def __init__(self, policy: SNF, view: SystemView, timeout_s, started, rest, idle) -> None:
+        super().__init__(started, _whole_plan_made_by_load)
+        self._rest = rest
+        self._k = len(started)
+        cluster = view.cluster
+        self._args = (
+            view.now,
+            cluster.node_arrays,
+            policy.overrun_release == "never",
+            timeout_arg(timeout_s),
+            np.asarray(idle, dtype=np.int64),
+            easy.started_columns([(p.nodes, p.job.reqtime_s) for p in started]),
+        )
+        self._columns = view.queue.snf_columns
+        # The plan up to the last first appearance asked for: (starts, flat, ptr).
+        self._partial: tuple | None = None
+
+    def _run(self, wanted: np.ndarray, whole: bool) -> tuple:
+        res, req = self._columns()
+        k = self._k
+        return forward.forward_plan(*self._args, (res[k:], req[k:]), wanted, whole)
+
+    def _load(self) -> tuple:
+        if self._arrays is None:
+            starts, flat, ptr, _, _ = self._run(_NO_WANTED, True)
+            self._arrays = (self._rest.__getitem__, starts, flat, ptr)
+        return self._arrays
+
+    def _entry(self, k: int) -> Planned:
+        made = self._made
+        if self._arrays is None and self._partial is not None:
+            starts, flat, ptr = self._partial
+            while len(made) <= k < len(starts):
+                j = len(made)
+                made.append(Planned(self._rest[j], float(starts[j]), flat[ptr[j] : ptr[j + 1]]))
+        return super()._entry(k)
+
+    def first_appearances(self, nodes: AbstractSet[int] | np.ndarray) -> dict[int, float]:
+        """As :meth:`Schedule.first_appearances`, planning only as far as needed."""
+        if self._arrays is not None:
+            return super().first_appearances(nodes)
+        if not len(nodes):
+            return {}
+        wanted = node_array(nodes)
+        starts, flat, ptr, found, entry = self._run(wanted, False)
+        self._partial = (starts, flat, ptr)
+        self._read = max(self._read, len(starts))
+        return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
+
+
+def _whole_plan_made_by_load() -> tuple | None:
+    raise AssertionError("_ForwardSchedule makes its plan in _load")
+
+
+_NO_WANTED = np.empty(0, dtype=np.int64)

@@ -1,0 +1,107 @@
+"""The forward plan of a queue in a given order, in one compiled call (SNF's plan).
+
+:func:`hpcpower.policies.queue.snf.plan_forward` plans the waiting jobs one
+by one on a :class:`~hpcpower.planning.release.ReleaseMap`: each job at
+its earliest start not before a barrier that moves to each planned start,
+holding its nodes for its walltime. :func:`forward_plan` is its compiled
+twin for the common case (walltimes as holding times): the release map,
+the nodes of the jobs starting now, and the plan, in one call with no
+Python object per planned job.
+
+A power manager usually needs only the first appearance of each sleeping
+node in the plan (:meth:`~hpcpower.policies.base.Schedule.first_appearances`),
+so the plan can stop as soon as every wanted node appeared: the entries
+made up to there are the same as the whole plan's first entries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcpower.planning._numba import kernel
+from hpcpower.planning.release import release_map
+from hpcpower.planning.select import _select_in
+
+
+@kernel
+def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, wanted, whole):
+    """Plan ``jobs`` forward after the jobs starting now; stop once every wanted node appeared.
+
+    Args:
+        now: Time of the pass (the first barrier).
+        nodes: The cluster's ``node_arrays`` (see :func:`release_map`).
+        overrun_inf: Nodes of jobs past their walltime never release.
+        timeout_s: Idle timeout (nan for none), for the idle tie-break.
+        idle_nodes: The pass's idle order.
+        started: ``(nodes, ptr, walltimes)`` of the jobs starting now
+            (:func:`~hpcpower.planning.easy.started_columns`).
+        jobs: ``(res, walltimes)`` of the jobs to plan, in planning order.
+        wanted: Node ids whose first appearance is asked for.
+        whole: Plan the whole queue (else stop once every wanted node appeared).
+
+    Returns:
+        ``(starts, flat, ptr, found, entry)``: entry ``k`` of the plan is
+        job ``k`` of ``jobs`` at ``starts[k]`` on ``flat[ptr[k]:ptr[k + 1]]``,
+        in the order the nodes were chosen; ``found`` the wanted nodes that
+        appear, in order of first appearance, and ``entry`` the plan entry
+        of each. The plan ends at the first job that cannot be placed, or
+        after the entry where the last wanted node appeared.
+    """
+    release, base_j, _, gap_w, tie_key = release_map(now, nodes, overrun_inf, timeout_s, idle_nodes)
+    run_nodes, run_ptr, run_walltimes = started
+    for k in range(len(run_walltimes)):
+        until = now + run_walltimes[k]
+        for q in range(run_ptr[k], run_ptr[k + 1]):
+            release[run_nodes[q]] = until
+    res, walltimes = jobs
+    n = len(release)
+    n_jobs = len(res)
+    # Which wanted nodes are still to be found.
+    missing = np.zeros(n, dtype=np.bool_)
+    remaining = 0
+    for node in wanted:
+        if 0 <= node < n and not missing[node]:
+            missing[node] = True
+            remaining += 1
+    n_wanted = remaining
+    if whole:
+        remaining = -1  # never reaches 0: plan to the end
+    elif remaining == 0:
+        n_jobs = 0
+    found = np.empty(n_wanted, dtype=np.int64)
+    entry = np.empty(n_wanted, dtype=np.int64)
+    n_found = 0
+    starts = np.empty(n_jobs)
+    ptr = np.zeros(n_jobs + 1, dtype=np.int64)
+    flat = np.empty(max(16, 2 * n), dtype=np.int64)
+    work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    barrier = now
+    count = 0
+    for j in range(n_jobs):
+        picked, start = _select_in(release, base_j, gap_w, tie_key, res[j], barrier, True, work)
+        r = len(picked)
+        if r == 0:
+            break
+        at = ptr[j]
+        if at + r > len(flat):
+            grown = np.empty(2 * (at + r), dtype=np.int64)
+            grown[:at] = flat[:at]
+            flat = grown
+        until = start + walltimes[j]
+        for q in range(r):
+            node = picked[q]
+            flat[at + q] = node
+            release[node] = until
+            if missing[node]:
+                missing[node] = False
+                found[n_found] = node
+                entry[n_found] = j
+                n_found += 1
+                remaining -= 1
+        starts[j] = start
+        ptr[j + 1] = at + r
+        barrier = start
+        count = j + 1
+        if remaining == 0:
+            break
+    return starts[:count], flat[: ptr[count]], ptr[: count + 1], found[:n_found], entry[:n_found]
