@@ -117,9 +117,9 @@ def test_screen_rescreens_only_the_series_that_changed(monkeypatch):
     screened = []
     original = module.screen_series
 
-    def counting(values, settings, *, name, required):
+    def counting(values, settings, *, name, required, **kwargs):
         screened.append(name)
-        return original(values, settings, name=name, required=required)
+        return original(values, settings, name=name, required=required, **kwargs)
 
     monkeypatch.setattr(module, "screen_series", counting)
     screen = WorkloadScreen(7200.0, 1000, S)

@@ -8,6 +8,7 @@ through their module (``select.select_jit``), after loading them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning import _numba, compiled, easy, forward, gang, release, select
+from hpcpower.planning import _numba, compiled, easy, forward, gang, markov, release, select
 from hpcpower.planning.common import IDLE, SLEEPING, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
@@ -585,3 +586,48 @@ def test_every_twin_is_compared():
         if not re.search(rf"\b{module}\.{twin.__name__}\(", source):
             missing.append(f"{module}.{twin.__name__}")
     assert not missing, f"public twins compared nowhere in {Path(__file__).name}: {missing}"
+
+
+@needs_twins
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(0.0, 1e7, allow_nan=False),
+            st.integers(0, 5000).map(float),  # whole seconds, as trace times are
+            st.sampled_from([-1.0, np.nan, np.inf, 0.0, 1e-12]),
+        ),
+        max_size=120,
+    )
+)
+def test_small_stats_are_the_screens_python_floats(values):
+    """Mean, CV, lag-1 and KS of a short series: the Python form's floats, to the bit.
+
+    Python's ``x ** 2`` (the C library's ``pow``) and ``x * x`` differ for
+    about one value in a thousand, and ``sum`` is compensated from Python
+    3.12 on: random floats exercise both.
+    """
+    from hpcpower.policies.icon import screen
+
+    v = [x for x in values if math.isfinite(x) and x >= 0.0]
+    n, *got = markov.small_stats(np.array(values, dtype=float), 2.0, screen._NEUMAIER, 96)
+    assert n == len(v)
+    if n < 3 or n >= 96:
+        assert all(math.isnan(x) for x in got)
+        return
+    want = screen._stats_small(v)
+    assert [x.hex() for x in got] == [float(x).hex() for x in want]
+
+
+@needs_twins
+def test_small_stats_match_on_random_doubles():
+    """Many long series of full-precision doubles, where ``pow`` and ``x * x`` part ways."""
+    from hpcpower.policies.icon import screen
+
+    rng = np.random.default_rng(7)
+    # Short series: a square's last bit then often reaches the sum.
+    for size in [3] * 20000 + [4] * 5000 + [95] * 200:
+        values = rng.exponential(1000.0, size) * rng.random(size)
+        n, *got = markov.small_stats(values, 2.0, screen._NEUMAIER, 96)
+        want = screen._stats_small(values.tolist())
+        assert [x.hex() for x in got] == [float(x).hex() for x in want]

@@ -177,7 +177,7 @@ class SnfIcon(Policy):
             if view.cluster.state[n] == IDLE
         ]
         self._observe(view)
-        verdict = self.screen.verdict(now)
+        verdict = self.screen.verdict(now, view.compiled)
         gate = arrival_gate(now, self.arrivals.last_arrival_s, cfg.spare_arrival_window_s)
         event = view.first or bool(view.arrived) or bool(view.completed)
         note = self._note(view, verdict, gate, event)

@@ -23,11 +23,14 @@ numpy's ``exp``, which may differ from ``math.exp`` in the last bit.
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from dataclasses import dataclass
 from operator import mul
 
 import numpy as np
+
+from hpcpower.planning import markov
 
 EPS = 1e-9
 
@@ -42,29 +45,37 @@ class SampleWindow:
 
     def __init__(self, span_s: float, max_samples: int) -> None:
         self.span_s = float(span_s)
-        self._items: deque[tuple[float, float]] = deque(maxlen=max_samples)
+        # Stamps and values side by side (the values are read whole, in C).
+        self._stamps: deque[float] = deque(maxlen=max_samples)
+        self._values: deque[float] = deque(maxlen=max_samples)
         #: Bumped whenever the content changes, so verdicts can be cached.
         self.version = 0
 
     def add(self, stamp_s: float, value: float) -> None:
         """Append a sample (stamps must not decrease)."""
-        self._items.append((float(stamp_s), float(value)))
+        self._stamps.append(float(stamp_s))
+        self._values.append(float(value))
         self.version += 1
 
     def prune(self, now: float) -> None:
         """Drop samples stamped before ``now - span_s`` (a stamp on the edge stays)."""
         cutoff = float(now) - self.span_s
-        items = self._items
-        while items and items[0][0] < cutoff:
-            items.popleft()
+        stamps = self._stamps
+        while stamps and stamps[0] < cutoff:
+            stamps.popleft()
+            self._values.popleft()
             self.version += 1
 
     def values(self) -> list[float]:
         """The sample values, oldest first."""
-        return [v for _, v in self._items]
+        return list(self._values)
+
+    def array(self) -> np.ndarray:
+        """The sample values, oldest first, as an array."""
+        return np.fromiter(self._values, dtype=float, count=len(self._values))
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._values)
 
     def __repr__(self) -> str:
         return f"<SampleWindow {len(self)} samples over the last {self.span_s:g} s>"
@@ -217,8 +228,17 @@ def _stats_numpy(v: np.ndarray) -> tuple[float, float, float, float]:
     return mean, cv, lag1_autocorrelation(v), ks_exponential(v, mean)
 
 
+#: Python's ``sum`` of floats is compensated from 3.12 on (see :mod:`hpcpower.planning.markov`).
+_NEUMAIER = sys.version_info >= (3, 12)
+
+
 def screen_series(
-    values: list[float], settings: ScreenSettings, *, name: str, required: bool
+    values: list[float] | np.ndarray,
+    settings: ScreenSettings,
+    *,
+    name: str,
+    required: bool,
+    compiled: bool = False,
 ) -> SeriesVerdict:
     """Screen one series of samples.
 
@@ -227,16 +247,29 @@ def screen_series(
         settings: The thresholds.
         name: Series name for diagnostics.
         required: If false, too few samples count as accepted.
+        compiled: Compute short series with the compiled twin
+            (:func:`hpcpower.planning.markov.small_stats`; the same floats).
     """
-    v = [x for x in values if math.isfinite(x) and x >= 0.0]
-    n = len(v)
+    stats = None
+    if compiled:
+        values = np.asarray(values, dtype=float)
+        n, *small = markov.small_stats(values, 2.0, _NEUMAIER, _NUMPY_FROM)
+        if n < _NUMPY_FROM:
+            stats = small
+        else:
+            v = values[np.isfinite(values) & (values >= 0.0)]
+    else:
+        v = [x for x in values if math.isfinite(x) and x >= 0.0]
+        n = len(v)
     if n < settings.min_samples:
         if not required:
             return SeriesVerdict(
                 name, required, n, True, "optional_insufficient_samples_in_time_window"
             )
         return SeriesVerdict(name, required, n, False, "insufficient_samples_in_time_window")
-    if n < _NUMPY_FROM:
+    if stats is not None:
+        mean, cv, rho, ks = stats
+    elif n < _NUMPY_FROM:
         mean, cv, rho, ks = _stats_small(v)
     else:
         mean, cv, rho, ks = _stats_numpy(np.asarray(v, dtype=float))
@@ -304,8 +337,11 @@ class WorkloadScreen:
         self._service: tuple[int, SeriesVerdict] | None = None
         self._cached: tuple[tuple[int, int], ScreenResult] | None = None
 
-    def verdict(self, now: float) -> ScreenResult:
-        """Prune both windows to ``now`` and screen them (each recomputed only on change)."""
+    def verdict(self, now: float, compiled: bool = False) -> ScreenResult:
+        """Prune both windows to ``now`` and screen them (each recomputed only on change).
+
+        ``compiled``: compute with the compiled twin (the same verdicts and floats).
+        """
         self.interarrivals.prune(now)
         self.services.prune(now)
         key = (self.interarrivals.version, self.services.version)
@@ -315,17 +351,22 @@ class WorkloadScreen:
             self._arrival = (
                 key[0],
                 screen_series(
-                    self.interarrivals.values(), self.settings, name="interarrival", required=True
+                    self.interarrivals.array() if compiled else self.interarrivals.values(),
+                    self.settings,
+                    name="interarrival",
+                    required=True,
+                    compiled=compiled,
                 ),
             )
         if self._service is None or self._service[0] != key[1]:
             self._service = (
                 key[1],
                 screen_series(
-                    self.services.values(),
+                    self.services.array() if compiled else self.services.values(),
                     self.settings,
                     name="service",
                     required=self.require_service,
+                    compiled=compiled,
                 ),
             )
         result = combine(self._arrival[1], self._service[1], self.require_service)

@@ -1,0 +1,116 @@
+"""The workload screen's statistics of a short series, compiled (SNF-ICON's screen).
+
+:func:`hpcpower.policies.icon.screen.screen_series` computes, for a window
+of fewer than 96 samples, the mean, coefficient of variation, lag-1
+autocorrelation and Kolmogorov-Smirnov distance with Python floats, in the
+authors' order of operations. :func:`small_stats` is its compiled twin and
+gives the same floats to the bit:
+
+* sums are Python's ``sum``: left to right before Python 3.12, Neumaier's
+  compensated sum from 3.12 on (``neumaier``), starting as ``0 + first``;
+* squares are Python's ``x ** 2``, which is the C library's ``pow(x, 2.0)``
+  (not always ``x * x``): the exponent comes in as an argument (``two``), so
+  the compiler cannot turn the power into a product;
+* ``exp`` and ``sqrt`` are the C library's, as Python's ``math`` module's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hpcpower.planning._numba import kernel
+
+EPS = 1e-9
+
+
+@kernel
+def _sum(values, count, neumaier):
+    """Python's ``sum`` of ``values[:count]`` (floats, default start 0)."""
+    if count == 0:
+        return 0.0
+    total = 0.0 + values[0]
+    if not neumaier:
+        for i in range(1, count):
+            total += values[i]
+        return total
+    compensation = 0.0
+    for i in range(1, count):
+        x = values[i]
+        t = total + x
+        if abs(total) >= abs(x):
+            compensation += (total - t) + x
+        else:
+            compensation += (x - t) + total
+        total = t
+    if compensation != 0.0 and math.isfinite(compensation):
+        total += compensation
+    return total
+
+
+@kernel
+def small_stats(values, two, neumaier, largest):
+    """``(n, mean, cv, lag1, ks)`` of the finite non-negative ``values``, as the Python form.
+
+    Args:
+        values: The window's samples, oldest first.
+        two: ``2.0`` (see the module docstring).
+        neumaier: Python's ``sum`` is compensated (Python 3.12 and later).
+        largest: Compute only for fewer samples than this (else nan statistics).
+
+    Returns:
+        The number ``n`` of samples kept and their statistics; nan statistics
+        when ``n < 3`` or ``n >= largest``, and nan ``cv``, ``lag1`` and ``ks``
+        when the mean is not positive.
+    """
+    nan = np.nan
+    v = np.empty(len(values))
+    n = 0
+    for x in values:
+        if math.isfinite(x) and x >= 0.0:
+            v[n] = x
+            n += 1
+    if n < 3 or n >= largest:
+        return n, nan, nan, nan, nan
+    v = v[:n]
+    mean = _sum(v, n, neumaier) / n
+    if mean <= EPS:
+        return n, mean, nan, nan, nan
+    work = np.empty(n)
+    for i in range(n):
+        work[i] = math.pow(v[i] - mean, two)
+    variance = _sum(work, n, neumaier) / n
+    cv = math.sqrt(max(0.0, variance)) / mean
+    m = n - 1
+    ml = _sum(v, m, neumaier) / m
+    mr = _sum(v[1:], m, neumaier) / m
+    dl = np.empty(m)
+    dr = np.empty(m)
+    for i in range(m):
+        dl[i] = v[i] - ml
+        dr[i] = v[i + 1] - mr
+    for i in range(m):
+        work[i] = dl[i] * dr[i]
+    num = _sum(work, m, neumaier)
+    for i in range(m):
+        work[i] = math.pow(dl[i], two)
+    left = _sum(work, m, neumaier)
+    for i in range(m):
+        work[i] = math.pow(dr[i], two)
+    den = math.sqrt(left * _sum(work, m, neumaier))
+    rho = num / den if den > EPS else 1.0
+    ks = 0.0
+    below = 0.0
+    ordered = np.sort(v)
+    for i in range(n):
+        cdf = 1.0 - math.exp(-ordered[i] / mean)
+        above = (i + 1) / n
+        gap = abs(below - cdf)
+        if gap > ks:
+            ks = gap
+        gap = abs(above - cdf)
+        if gap > ks:
+            ks = gap
+        below = above
+    return n, mean, cv, rho, ks
