@@ -555,7 +555,9 @@ class Simulation:
         now = self.env.now
         for at in times:
             if at > now:
-                self._timer(at)
+                # A Python float: a numpy one would make the clock (and every
+                # policy's arithmetic on it) numpy scalars; same value.
+                self._timer(float(at))
 
     def _record_states(self) -> None:
         counts = self.cluster.counts

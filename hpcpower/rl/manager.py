@@ -42,7 +42,7 @@ import numpy as np
 
 from hpcpower.errors import InputError
 from hpcpower.policies.base import Decision, PowerManager, QueuePolicy, Schedule, SystemView
-from hpcpower.policies.power.ipm import plan_wake
+from hpcpower.policies.power.ipm import plan_wakes
 from hpcpower.rl.features import Observer, check_features
 from hpcpower.states import COMPUTING
 
@@ -243,10 +243,10 @@ class AgentPowerManager(PowerManager):
         first = schedule.first_appearances(asked) if asked else {}
         lead = cluster.switch_on_mean_s
         off = cluster.switch_off_mean_s
+        plan_wakes(first, cluster.state, lead, now, decision)  # IPM's wake rule
         claimed: set[int] = set()
         for node, start in first.items():
             if node in sleeping:
-                plan_wake(node, start, lead[node], now, decision)  # IPM's wake rule
                 claimed.add(node)
             elif node in free:
                 if now + (off[node] + lead[node]) > start:

@@ -170,13 +170,18 @@ class SnfIcon(Policy):
             self.reset(view.cluster)
         now = view.now
         cfg = self.settings
-        released = [
-            int(n)
-            for r in view.completed
-            for n in np.asarray(r.nodes).tolist()
-            if view.cluster.state[n] == IDLE
-        ]
-        self._observe(view)
+        released = (
+            [
+                int(n)
+                for r in view.completed
+                for n in np.asarray(r.nodes).tolist()
+                if view.cluster.state[n] == IDLE
+            ]
+            if view.completed
+            else []
+        )
+        if view.arrived or view.completed:
+            self._observe(view)
         verdict = self.screen.verdict(now, view.compiled)
         gate = arrival_gate(now, self.arrivals.last_arrival_s, cfg.spare_arrival_window_s)
         event = view.first or bool(view.arrived) or bool(view.completed)
@@ -453,7 +458,7 @@ class SnfIcon(Policy):
     ) -> dict[str, Any]:
         return {
             "time_s": view.now,
-            "triggers": "+".join(sorted(view.triggers)),
+            "triggers": _trigger_text(view.triggers),
             "decision_event": event,
             "mode": None,
             **self._screen_note(verdict),
@@ -500,6 +505,18 @@ class SnfIcon(Policy):
     def __repr__(self) -> str:
         mode = self.last_note.get("mode") if self.last_note else "not started"
         return f"<SnfIcon {self.name!r}: last pass {mode}, {self.arrivals!r}>"
+
+
+#: The decision log's text of each set of triggers met so far.
+_TRIGGER_TEXT: dict[frozenset[str], str] = {}
+
+
+def _trigger_text(triggers: frozenset[str]) -> str:
+    """``"arrival+job_end"``: the pass's triggers in name order (made once per set)."""
+    text = _TRIGGER_TEXT.get(triggers)
+    if text is None:
+        text = _TRIGGER_TEXT[triggers] = "+".join(sorted(triggers))
+    return text
 
 
 # Shared (read-only) results of _transitions when no node is in the transition.

@@ -81,9 +81,7 @@ class IPM(PowerManager):
             else:
                 wanted = sleeping.union(expired) if expired else sleeping
             first_start = schedule.first_appearances(wanted)
-            for node, start in first_start.items():
-                if node in sleeping:
-                    plan_wake(node, start, lead[node], now, decision)
+            plan_wakes(first_start, cluster.state, lead, now, decision)
 
         # Expired nodes are switched off in the order they became idle, so
         # that the duration draws happen in the authors' order.
@@ -194,18 +192,46 @@ class IPM(PowerManager):
         return {"power": self.name, "timeout_s": self.timeout_s}
 
 
-def plan_wake(node: int, start: float, lead: float, now: float, decision: Decision) -> None:
-    """Wake a sleeping node planned to start a job at ``start``, in time and no sooner.
+def plan_wakes(
+    first_start: Mapping[int, float],
+    state: np.ndarray,
+    lead: np.ndarray,
+    now: float,
+    decision: Decision,
+) -> None:
+    """Wake the sleeping nodes of a plan in time and no sooner (IPM's wake rule).
 
-    Its wake time is ``start - lead`` (the mean switch-on time): due now (or
-    past), the node is switched on in this pass; later, a pass is asked for
-    then, which plans again.
+    ``first_start`` maps nodes to their first planned start, in plan order
+    (:meth:`~hpcpower.policies.base.Schedule.first_appearances`); those
+    whose ``state`` is sleeping are woken at ``start - lead`` (the mean
+    switch-on time): due now (or past), the node is switched on in this pass,
+    in plan order; later, a pass is asked for then, which plans again. Each
+    later wake time is asked for once (many nodes of one planned job share it).
     """
-    wake = start - lead
-    if wake <= now + EPS:
-        decision.switch_on.append(node)
-    else:
-        decision.call_at.append(wake)
+    if len(first_start) < _FEW:
+        later: list[float] = []
+        for node, start in first_start.items():
+            if state[node] == SLEEPING:
+                wake = start - lead[node]
+                if wake <= now + EPS:
+                    decision.switch_on.append(node)
+                else:
+                    later.append(wake)
+    else:  # the same rule, on arrays
+        nodes = np.fromiter(first_start.keys(), dtype=np.int64, count=len(first_start))
+        starts = np.fromiter(first_start.values(), dtype=float, count=len(first_start))
+        asleep = state[nodes] == SLEEPING
+        nodes = nodes[asleep]
+        wakes = starts[asleep] - lead[nodes]
+        due = wakes <= now + EPS
+        decision.switch_on.extend(nodes[due].tolist())
+        later = wakes[~due].tolist()
+    if later:
+        decision.call_at.extend(dict.fromkeys(later))
+
+
+#: Below this many planned nodes, :func:`plan_wakes` loops in Python (cheaper than arrays).
+_FEW = 16
 
 
 def _expiries(
