@@ -1,25 +1,36 @@
-"""The decision log, stored in columns: one typed array per key instead of a dict per pass.
+"""The decision log, stored in compressed columns instead of a dict per pass.
 
 A policy's note is a flat dict of scalars, one per controller pass; a long
-SNF-ICON run makes hundreds of thousands of them with dozens of keys, and
-as dicts they cost about 2 KB each (the dict, and a float object per
-number). Here each key is a column: floats in an ``array("d")`` (8 bytes),
-whole numbers in ``array("q")``, booleans in ``array("b")``, and strings,
-which repeat, as codes into a table of the distinct ones. A column whose
-values do not fit one of these (mixed kinds, ``None`` among numbers,
-anything else) keeps them as Python objects. Rows come back as dicts equal
-to the notes that went in, with their values unchanged (a float's bits, an
-int, a bool, the same string), keys in the order columns first appeared;
-``numpy`` scalars come back as the Python scalars they equal.
+SNF-ICON run makes millions of them with dozens of keys, and as dicts they
+cost about 2 KB each (the dict, and a float object per number). Here notes
+are gathered in batches of :attr:`DecisionLog.BATCH`; each batch becomes a
+block with one part per key, its values in a numpy array of their kind:
+floats (8 bytes), whole numbers (int64), booleans (1 byte), and strings,
+which repeat, as int32 codes into the key's table of distinct strings.
+
+Most keys keep their value from one pass to the next (the screen's
+statistics until a sample enters or leaves its window, the estimated
+rates, the optimiser's outputs that most passes lack), so a part holds
+only the value of each *run* of equal values and the row where the run
+starts, when that is smaller than one value per row. Rows that lack the
+key or hold ``None`` are marked by one bit per row, in parts that have any.
+A part whose values do not fit one kind (mixed kinds, integers beyond
+int64, other objects) keeps them as Python objects.
+
+Rows come back as dicts equal to the notes that went in, with their values
+unchanged (a float's bits, an int, a bool, the same string), keys in the
+order they first appeared in the log; ``numpy`` scalars come back as the
+Python scalars they equal. Reading goes block by block, so iterating over
+a long log (to write ``decisions.csv``) never expands it whole.
 
 How much is kept is the simulation's ``decisions`` setting (:data:`LEVELS`).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -30,197 +41,161 @@ import numpy as np
 LEVELS = ("full", "changes", "off")
 
 
-class _Column:
-    """One key's values, row by row; rows that lack the key or hold ``None`` are marked.
-
-    The marks are one byte per row (``bytearray``), made only once a column
-    has such a row: a key most passes lack (SNF-ICON's optimiser outputs)
-    costs a byte per pass for the mark, not a set entry.
-    """
-
-    __slots__ = ("kind", "values", "strings", "codes", "missing", "nones")
-
-    def __init__(self) -> None:
-        #: "f", "i", "b", "s" (typed), "o" (objects), or "" until a value other than None.
-        self.kind = ""
-        self.values: Any = array("b")
-        self.strings: list[str] = []
-        self.codes: dict[str, int] = {}
-        #: 1 for each row without the key / holding None; None while there is none.
-        self.missing: bytearray | None = None
-        self.nones: bytearray | None = None
-
-    def put(self, row: int, value: Any) -> None:
-        if isinstance(value, np.generic):
-            value = value.item()  # a numpy scalar is kept as the Python scalar it equals
-        self._pad(row)
-        if self.missing is not None:
-            self.missing.append(0)
-        if value is None and self.kind != "o":
-            if self.nones is None:
-                self.nones = bytearray(row)
-            self.nones.append(1)
-            self._append_filler()
-            return
-        if self.nones is not None:
-            self.nones.append(0)
-        kind = _kind(value)
-        if self.kind == "":
-            self._become(kind)
-        elif self.kind != "o" and kind != self.kind:
-            self._to_objects()
-        if self.kind == "s":
-            code = self.codes.get(value)
-            if code is None:
-                code = self.codes[value] = len(self.strings)
-                self.strings.append(value)
-            self.values.append(code)
-        else:
-            self.values.append(value)
-
-    def extend(self, row: int, values: list[Any]) -> None:
-        """Put ``values`` at rows ``row``, ``row + 1``, ... (``_ABSENT``: the row lacks the key).
-
-        When the values other than absent and ``None`` are all of the
-        column's kind, the batch goes into the typed array in one call, with
-        its marks; otherwise value by value.
-        """
-        kinds = set(map(type, values))
-        absent = _AbsentType in kinds
-        none = type(None) in kinds
-        kinds.discard(_AbsentType)
-        kinds.discard(type(None))
-        kind = _KINDS.get(next(iter(kinds))) if len(kinds) == 1 else None
-        if kind == "i" and not all(-(2**63) <= v < 2**63 for v in values if type(v) is int):
-            kind = None  # too large for int64: kept as objects
-        fits = kind is not None and self.kind in (kind, "")
-        if self.kind == "o" or not (fits or (not kinds and self.kind != "")):
-            for k, value in enumerate(values):
-                if value is not _ABSENT:
-                    self.put(row + k, value)
-            return
-        self._pad(row)
-        if kind is not None and self.kind == "":
-            self._become(kind)
-        n = len(self.values)
-        if absent or self.missing is not None:
-            if self.missing is None:
-                self.missing = bytearray(n)
-            self.missing.extend([v is _ABSENT for v in values] if absent else bytes(len(values)))
-        if none or self.nones is not None:
-            if self.nones is None:
-                self.nones = bytearray(n)
-            self.nones.extend([v is None for v in values] if none else bytes(len(values)))
-        if absent or none:
-            values = [0 if v is _ABSENT or v is None else v for v in values]
-            if self.kind == "s":
-                values = ["" if v == 0 and type(v) is int else v for v in values]
-        if self.kind == "s":
-            codes = self.codes
-            for value in dict.fromkeys(values):  # new strings, in order of appearance
-                if value not in codes:
-                    codes[value] = len(self.strings)
-                    self.strings.append(value)
-            self.values.extend([codes[value] for value in values])
-        else:
-            self.values.extend(values)
-
-    def _pad(self, row: int) -> None:
-        """Mark the rows before ``row`` that the column has not seen as lacking the key."""
-        n = len(self.values)
-        if n < row:
-            if self.missing is None:
-                self.missing = bytearray(n)
-            self.missing.extend(b"\x01" * (row - n))
-            if self.nones is not None:
-                self.nones.extend(bytes(row - n))
-            for _ in range(row - n):
-                self._append_filler()
-
-    def _become(self, kind: str) -> None:
-        """Take the kind of the first value other than None (earlier rows are fillers)."""
-        n = len(self.values)
-        self.kind = kind
-        typecode = {"f": "d", "i": "q", "b": "b", "s": "i"}.get(kind)
-        if typecode is None:
-            self.values = [None] * n
-        else:
-            self.values = array(typecode, bytes(array(typecode).itemsize * n))
-
-    def _append_filler(self) -> None:
-        self.values.append(None if self.kind == "o" else 0)
-
-    def get(self, row: int) -> Any:
-        if self.nones is not None and self.nones[row]:
-            return None
-        value = self.values[row]
-        kind = self.kind
-        if kind == "s":
-            return self.strings[value]
-        if kind == "b":
-            return bool(value)
-        return value
-
-    def has(self, row: int) -> bool:
-        return row < len(self.values) and (self.missing is None or not self.missing[row])
-
-    def _to_objects(self) -> None:
-        values = [self.get(r) for r in range(len(self.values))]
-        self.kind = "o"
-        self.values = values
-        self.nones = None
-
-    def nbytes(self) -> int:
-        marks = len(self.missing or b"") + len(self.nones or b"")
-        if self.kind == "o":
-            return 8 * len(self.values) + marks
-        return self.values.itemsize * len(self.values) + marks
-
-
 class _AbsentType:
     """The type of :data:`_ABSENT`."""
 
 
-#: Marks a row without the key in a batch (see :meth:`_Column.extend`).
+#: Marks a row without the key (see :func:`_encode`).
 _ABSENT = _AbsentType()
-#: The exact Python types that go straight into a typed column.
-_KINDS = {float: "f", int: "i", bool: "b", str: "s"}
+#: The exact Python types that go into a typed array, and the array's dtype.
+_DTYPES: dict[type, Any] = {float: np.float64, int: np.int64, bool: np.bool_, str: np.int32}
+_NoneType = type(None)
 
 
-def _kind(value: Any) -> str:
-    """The column kind a value fits: f, i, b, s, or o (kept as an object)."""
-    kind = type(value)
-    if kind is float:
-        return "f"
-    if kind is bool:
-        return "b"
-    if kind is int:
-        return "i" if -(2**63) <= value < 2**63 else "o"
+class _Part:
+    """One key's values over one block's rows.
+
+    Attributes:
+        kind: The Python type of the values (``float``, ``int``, ``bool``,
+            ``str``), or ``object`` for a list of Python objects.
+        values: One value per present row, or per run (see ``starts``).
+        starts: With runs: the position (among present rows) where each
+            run of equal values starts; ``None``: one value per present row.
+        missing: Packed bits, one per row: the row lacks the key (or ``None``).
+        nones: Packed bits, one per row: the row holds ``None`` (or ``None``).
+    """
+
+    __slots__ = ("kind", "values", "starts", "missing", "nones")
+
+    def __init__(self, kind, values, starts, missing, nones) -> None:
+        self.kind = kind
+        self.values = values
+        self.starts = starts
+        self.missing = missing
+        self.nones = nones
+
+    def nbytes(self) -> int:
+        """Bytes of the arrays (8 a value for a list of objects; the string tables not counted)."""
+        total = 0
+        for array in (self.starts, self.missing, self.nones):
+            if array is not None:
+                total += array.nbytes
+        if self.kind is object:
+            return total + 8 * len(self.values)
+        return total + self.values.nbytes
+
+
+def _encode(values: list[Any], codes: dict[str, int], strings: list[str]) -> _Part:
+    """A :class:`_Part` for one key's values over a block (``_ABSENT`` where a row lacks it).
+
+    New strings are added to the key's ``codes`` and ``strings``.
+    """
+    n = len(values)
+    missing = nones = None
+    present = values
+    kinds = set(map(type, values))
+    if _AbsentType in kinds or _NoneType in kinds:
+        absent = np.array(list(map(operator.is_, values, itertools.repeat(_ABSENT, n))))
+        is_none = np.array(list(map(operator.is_, values, itertools.repeat(None, n))))
+        if absent.any():
+            missing = np.packbits(absent)
+        if is_none.any():
+            nones = np.packbits(is_none)
+        present = [v for v in values if v is not _ABSENT and v is not None]
+        kinds = set(map(type, present))
+    if any(issubclass(k, np.generic) for k in kinds):
+        present = [v.item() if isinstance(v, np.generic) else v for v in present]
+        kinds = set(map(type, present))
+    kind = kinds.pop() if len(kinds) == 1 else object
+    if kind not in _DTYPES:
+        return _Part(object, list(present), None, missing, nones)
     if kind is str:
-        return "s"
-    if isinstance(value, np.floating):
-        return "f"
-    if isinstance(value, np.bool_):
-        return "b"
-    if isinstance(value, np.integer):
-        return "i"
-    return "o"
+        for text in dict.fromkeys(present):  # new strings, in order of appearance
+            if text not in codes:
+                codes[text] = len(strings)
+                strings.append(text)
+        present = list(map(codes.__getitem__, present))
+    try:
+        array = np.array(present, dtype=_DTYPES[kind])
+    except OverflowError:  # integers beyond int64
+        return _Part(object, list(present), None, missing, nones)
+    starts = None
+    if len(array) > 1:
+        # Equal bits, not equal values: NaN runs, and -0.0 apart from 0.0.
+        bits = array.view(np.int64) if kind is float else array
+        starts = np.flatnonzero(bits[1:] != bits[:-1]) + 1
+        if len(starts) + 1 < len(array) * array.itemsize / (array.itemsize + 4):
+            array = np.concatenate((array[:1], array[starts]))
+            starts = np.concatenate(([0], starts)).astype(np.uint32)
+        else:
+            starts = None
+    return _Part(kind, array, starts, missing, nones)
+
+
+def _decode(part: _Part, n: int, strings: list[str]) -> list[Any]:
+    """The block's ``n`` values of one key, ``_ABSENT`` where a row lacks it."""
+    values = part.values
+    if part.kind is not object:
+        if part.starts is not None:
+            ends = np.append(part.starts[1:], _present(part, n)).astype(np.int64)
+            values = np.repeat(values, ends - part.starts)
+        values = values.tolist()
+        if part.kind is str:
+            values = [strings[code] for code in values]
+    if part.missing is None and part.nones is None:
+        return list(values)
+    absent = _bits(part.missing, n)
+    none = _bits(part.nones, n)
+    out: list[Any] = []
+    given = iter(values)
+    for a, b in zip(absent, none, strict=True):
+        out.append(_ABSENT if a else None if b else next(given))
+    return out
+
+
+def _present(part: _Part, n: int) -> int:
+    """How many of the block's ``n`` rows hold a value."""
+    return n - sum(
+        int(np.unpackbits(m)[:n].sum()) for m in (part.missing, part.nones) if m is not None
+    )
+
+
+def _bits(packed: np.ndarray | None, n: int) -> list[bool]:
+    """``n`` flags from packed bits (all false for ``None``)."""
+    if packed is None:
+        return [False] * n
+    return np.unpackbits(packed)[:n].astype(bool).tolist()
+
+
+class _Block:
+    """The notes of one batch, a part per key that any of them has."""
+
+    __slots__ = ("n", "parts")
+
+    def __init__(self, n: int, parts: dict[str, _Part]) -> None:
+        self.n = n
+        self.parts = parts
 
 
 class DecisionLog(Sequence[dict[str, Any]]):
-    """A sequence of notes (dicts), stored in columns; appended to, never changed.
+    """A sequence of notes (dicts), stored in compressed columns; appended to, never changed.
 
     Reads as a list of dicts: ``len(log)``, ``log[i]``, iteration, slices
     (lists of dicts), and ``==`` with another sequence of dicts.
     """
 
-    #: Notes held as dicts before they go into the columns, in one batch.
+    #: Notes held as dicts before they are compressed, as one block.
     BATCH = 2048
 
     def __init__(self) -> None:
-        self._rows = 0  # rows in the columns
-        self._columns: dict[str, _Column] = {}
+        self._rows = 0  # rows in the blocks
+        self._blocks: list[_Block] = []
+        self._firsts: list[int] = []  # first row of each block
+        #: Every key in order of first appearance, with its string table.
+        self._keys: dict[str, tuple[dict[str, int], list[str]]] = {}
         self._pending: list[Mapping[str, Any]] = []
+        # The latest block read: (index, its rows as dicts).
+        self._read: tuple[int, list[dict[str, Any]]] | None = None
 
     def append(self, note: Mapping[str, Any]) -> None:
         """Add one pass's note as the next row."""
@@ -235,31 +210,53 @@ class DecisionLog(Sequence[dict[str, Any]]):
             self.append(note)
 
     def _flush(self) -> None:
-        """Move the pending notes into the columns, a column at a time."""
+        """Compress the pending notes into a block, a key at a time."""
         pending = self._pending
         if not pending:
             return
-        row = self._rows
-        columns = self._columns
-        keys = dict.fromkeys(itertools.chain.from_iterable(pending))
+        keys = self._keys
+        present = set().union(*pending)
+        if not present.issubset(keys):  # new keys, in order of first appearance
+            for key in dict.fromkeys(itertools.chain.from_iterable(pending)):
+                keys.setdefault(key, ({}, []))
+        parts = {}
         for key in keys:
-            column = columns.get(key)
-            if column is None:
-                column = columns[key] = _Column()
+            if key not in present:
+                continue
             try:  # (a key every note has: the common case, read in C)
                 values = list(map(operator.itemgetter(key), pending))
             except KeyError:
-                values = [note.get(key, _ABSENT) for note in pending]
-            column.extend(row, values)
-        self._rows = row + len(pending)
+                values = list(map(operator.methodcaller("get", key, _ABSENT), pending))
+            parts[key] = _encode(values, *keys[key])
+        self._firsts.append(self._rows)
+        self._blocks.append(_Block(len(pending), parts))
+        self._rows += len(pending)
         self._pending = []
 
     def __len__(self) -> int:
         return self._rows + len(self._pending)
 
+    def _block_rows(self, b: int) -> list[dict[str, Any]]:
+        """Block ``b``'s rows as dicts (the latest block read is kept)."""
+        if self._read is not None and self._read[0] == b:
+            return self._read[1]
+        block = self._blocks[b]
+        columns = [
+            (key, _decode(part, block.n, self._keys[key][1]))
+            for key in self._keys
+            if (part := block.parts.get(key)) is not None
+        ]
+        rows = [
+            {key: v for key, values in columns if (v := values[r]) is not _ABSENT}
+            for r in range(block.n)
+        ]
+        self._read = (b, rows)
+        return rows
+
     def _row(self, row: int) -> dict[str, Any]:
         self._flush()
-        return {k: c.get(row) for k, c in self._columns.items() if c.has(row)}
+        b = bisect.bisect_right(self._firsts, row) - 1
+        return dict(self._block_rows(b)[row - self._firsts[b]])
 
     def __getitem__(self, index):
         self._flush()
@@ -273,8 +270,9 @@ class DecisionLog(Sequence[dict[str, Any]]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         self._flush()
-        for row in range(self._rows):
-            yield self._row(row)
+        for b in range(len(self._blocks)):
+            for row in self._block_rows(b):
+                yield dict(row)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence):
@@ -285,36 +283,41 @@ class DecisionLog(Sequence[dict[str, Any]]):
         return len(self) > 0
 
     def copy(self) -> DecisionLog:
-        """An independent copy (the rows so far)."""
+        """An independent copy (the rows so far; blocks are never changed, so shared)."""
         self._flush()
         twin = DecisionLog()
         twin._rows = self._rows
-        for key, column in self._columns.items():
-            copied = _Column()
-            copied.kind = column.kind
-            copied.values = column.values[:]
-            copied.strings = list(column.strings)
-            copied.codes = dict(column.codes)
-            copied.missing = None if column.missing is None else bytearray(column.missing)
-            copied.nones = None if column.nones is None else bytearray(column.nones)
-            twin._columns[key] = copied
+        twin._blocks = list(self._blocks)
+        twin._firsts = list(self._firsts)
+        twin._keys = {
+            key: (dict(codes), list(strings)) for key, (codes, strings) in self._keys.items()
+        }
         return twin
 
     def keys(self) -> list[str]:
         """Every key, in the order it first appeared."""
         self._flush()
-        return list(self._columns)
+        return list(self._keys)
 
     def column(self, key: str) -> list[Any]:
         """One key's values for every row (``None`` where a row lacks it)."""
         self._flush()
-        column = self._columns[key]
-        return [column.get(r) if column.has(r) else None for r in range(self._rows)]
+        if key not in self._keys:
+            raise KeyError(key)
+        out: list[Any] = []
+        strings = self._keys[key][1]
+        for block in self._blocks:
+            part = block.parts.get(key)
+            if part is None:
+                out.extend([None] * block.n)
+            else:
+                out.extend(None if v is _ABSENT else v for v in _decode(part, block.n, strings))
+        return out
 
     def nbytes(self) -> int:
-        """Bytes held by the columns' values (the tables of strings not counted)."""
+        """Bytes held by the blocks' arrays (the tables of strings not counted)."""
         self._flush()
-        return sum(c.nbytes() for c in self._columns.values())
+        return sum(part.nbytes() for block in self._blocks for part in block.parts.values())
 
     def __repr__(self) -> str:
-        return f"<DecisionLog {len(self)} rows, {len(self._columns)} columns>"
+        return f"<DecisionLog {len(self)} rows, {len(self._keys)} columns>"
