@@ -129,7 +129,7 @@ REASON_NO_SUBMIT = "missing submit time: -1"
 REASON_NO_REQTIME = "missing requested time: -1"
 
 #: Line breaks that str.splitlines knows besides "\n" (latin-1 text).
-_ODD_BREAK = re.compile(rb"[\r\x0b\x0c\x1c-\x1e\x85]")
+_ODD_BREAKS = tuple(bytes([c]) for c in b"\r\x0b\x0c\x1c\x1d\x1e\x85")
 _HEADER_RE = re.compile(r"^\s*;\s*([A-Za-z]+)\s*:\s*(.*?)\s*$")
 _LEADING_INT_RE = re.compile(r"^[+-]?\d+")
 
@@ -458,7 +458,8 @@ def _read_lines(data: bytes, where: str) -> tuple[np.ndarray, np.ndarray, dict[i
         The job lines as an (n, 18) float array, their line numbers
         (1-based) and the comment lines by index (0-based).
     """
-    if _ODD_BREAK.search(data) is not None:
+    # (One fast byte search each: a regular expression takes ten times as long.)
+    if any(byte in data for byte in _ODD_BREAKS):
         # A line break other than "\n" (as str.splitlines reads them): the
         # plain path, which holds every line.
         lines = data.decode("latin-1").splitlines()
