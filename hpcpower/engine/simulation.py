@@ -47,7 +47,7 @@ from hpcpower.engine.contract import Decision, Policy, SystemView
 from hpcpower.engine.decisionlog import LEVELS, DecisionLog
 from hpcpower.engine.queue import JobQueue, QueueView, Running
 from hpcpower.engine.record import RunRecord
-from hpcpower.engine.storage import Gangs, Rows
+from hpcpower.engine.storage import CountRows, Gangs
 from hpcpower.errors import InputError, PolicyError
 from hpcpower.planning import _numba
 from hpcpower.platform import Platform
@@ -280,7 +280,7 @@ class Simulation:
         self._first = True
         # (time_s, sleeping, switching_on, idle, computing, switching_off) rows,
         # nearly one per pass: typed columns, a few dozen bytes a row.
-        self._state_rows = Rows("diiiii")
+        self._state_rows = CountRows(5)
         self._last_counts: list[int] = []
         self._last_row_s = math.nan
         self._progress: Callable[[int], None] | None = None
@@ -572,10 +572,10 @@ class Simulation:
         now = self.env.now
         # (nan before the first row: it equals no time.)
         if self._last_row_s == now:
-            self._state_rows.replace_last((now, *counts))
+            self._state_rows.replace_last(now, counts)
             self._last_counts = counts.copy()
         elif not self._state_rows or counts != self._last_counts:
-            self._state_rows.append((now, *counts))
+            self._state_rows.append(now, counts)
             self._last_row_s = now
             self._last_counts = counts.copy()
 

@@ -5,7 +5,8 @@ controller passes. Kept as a numpy array per job and a tuple of Python
 numbers per row, they cost several hundred bytes each; these stores keep
 them in flat typed buffers instead (a few bytes a node id or a number) and
 hand out the same values as before when read: an array of node ids per job
-(:class:`Gangs`), a tuple of Python numbers per row (:class:`Rows`).
+(:class:`Gangs`), a tuple of Python numbers per row (:class:`Rows`,
+:class:`CountRows`).
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ class Gangs(Sequence["np.ndarray | None"]):
             self._kept.update((jobs[k], gangs[k]) for k in others)
             jobs = [jobs[k] for k in mine]
             gangs = [gangs[k] for k in mine]
-            if not gangs:
-                return
+        if not gangs:
+            return
         counts = np.fromiter(map(len, gangs), dtype=np.int64, count=len(gangs))
         used = self._used
         total = used + int(counts.sum())
@@ -167,12 +168,51 @@ class Gangs(Sequence["np.ndarray | None"]):
         return repr(list(self))
 
 
-class Rows(Sequence[tuple[Any, ...]]):
+class _Table(Sequence[tuple[Any, ...]]):
+    """Reading rows stored in typed columns as a list of tuples of Python numbers."""
+
+    __slots__ = ()
+
+    def _column_arrays(self) -> tuple[array, ...]:
+        """Every column, as an :class:`array.array` (the stored one or a copy)."""
+        raise NotImplementedError
+
+    def column(self, k: int) -> np.ndarray:
+        """Column ``k`` as a new numpy array: float64 or int64, as numpy reads a list of rows."""
+        column = self._column_arrays()[k]
+        return np.array(column, dtype=float if column.typecode in "fd" else np.int64)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return zip(*self._column_arrays(), strict=True)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        columns = self._column_arrays()
+        out = np.empty((len(self), len(columns)), dtype=dtype or float)
+        for k, column in enumerate(columns):
+            out[:, k] = np.frombuffer(column, dtype=column.typecode) if len(column) else ()
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Table):
+            return self._column_arrays() == other._column_arrays()
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(
+            tuple(theirs) == mine for mine, theirs in zip(self, other, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # (rows are added while a run goes on)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class Rows(_Table):
     """Rows of numbers in typed columns: each row reads back as a tuple of Python numbers.
 
     Column ``k`` is an :class:`array.array` of type code ``codes[k]``
-    (``"d"``: float, ``"i"``/``"l"``/``"b"``: whole numbers), so a row of
-    six numbers costs a few dozen bytes instead of a tuple of objects.
+    (``"d"``: float, ``"i"``/``"q"``/``"b"``: whole numbers), so a row of
+    four numbers costs a few dozen bytes instead of a tuple of objects.
     Reading gives what a list of tuples would (a row is a tuple of
     ``float`` and ``int``; a list of rows compares equal);
     ``numpy.asarray(rows)`` gives a float array of shape ``(len, columns)``.
@@ -187,7 +227,7 @@ class Rows(Sequence[tuple[Any, ...]]):
     def __init__(self, codes: str, rows: Iterable[Sequence[Any]] = ()) -> None:
         self._columns = tuple(array(code) for code in codes)
         # The latest rows, as tuples, until they go to the columns together
-        # (adding a tuple to a list costs a fraction of six typed appends).
+        # (adding a tuple to a list costs a fraction of typed appends one by one).
         self._tail: list[tuple[Any, ...]] = []
         for row in rows:
             self.append(tuple(row))
@@ -198,15 +238,6 @@ class Rows(Sequence[tuple[Any, ...]]):
         tail.append(row)
         if len(tail) >= _BATCH:
             self._settle()
-
-    def replace_last(self, row: tuple[Any, ...]) -> None:
-        """Replace the last row."""
-        if not self._tail:
-            for column in self._columns:
-                column.pop()
-            self._tail.append(row)
-        else:
-            self._tail[-1] = row
 
     def _settle(self) -> None:
         """Move the rows of the tail into the columns."""
@@ -221,17 +252,14 @@ class Rows(Sequence[tuple[Any, ...]]):
             column.frombytes(np.array(values, dtype=column.typecode).tobytes())
         tail.clear()
 
-    def column(self, k: int) -> np.ndarray:
-        """Column ``k`` as a new numpy array: float64 or int64, as numpy reads a list of rows."""
+    def _column_arrays(self) -> tuple[array, ...]:
         self._settle()
-        column = self._columns[k]
-        return np.array(column, dtype=float if column.typecode in "fd" else np.int64)
+        return self._columns
 
     def copy(self) -> Rows:
         """An independent copy (rows added later do not reach it)."""
-        self._settle()
         twin = object.__new__(Rows)
-        twin._columns = tuple(array(c.typecode, c) for c in self._columns)
+        twin._columns = tuple(array(c.typecode, c) for c in self._column_arrays())
         twin._tail = []
         return twin
 
@@ -244,34 +272,64 @@ class Rows(Sequence[tuple[Any, ...]]):
     def __getitem__(self, index: slice) -> list[tuple[Any, ...]]: ...
 
     def __getitem__(self, index: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
-        self._settle()
+        columns = self._column_arrays()
         if isinstance(index, slice):
-            return list(zip(*(column[index] for column in self._columns), strict=True))
-        return tuple(column[index] for column in self._columns)
+            return list(zip(*(column[index] for column in columns), strict=True))
+        return tuple(column[index] for column in columns)
 
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        self._settle()
-        return zip(*self._columns, strict=True)
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        self._settle()
-        out = np.empty((len(self), len(self._columns)), dtype=dtype or float)
-        for k, column in enumerate(self._columns):
-            out[:, k] = np.frombuffer(column, dtype=column.typecode) if len(column) else ()
-        return out
+class CountRows(_Table):
+    """Rows ``(time_s, count_1, ..., count_k)``: a float and ``k`` whole numbers each.
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Rows):
-            self._settle()
-            other._settle()
-            return self._columns == other._columns
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(other) == len(self) and all(
-            tuple(theirs) == mine for mine, theirs in zip(self, other, strict=True)
-        )
+    The state rows of a run, nearly one per controller pass: the times in
+    one :class:`array.array` of floats, the counts one after the other in
+    one of C ints (a row of six numbers in 28 bytes). The engine adds a
+    row as its time and its list of counts, without making a tuple. Reads
+    as :class:`Rows` do.
 
-    __hash__ = None  # type: ignore[assignment]  # (rows are added while a run goes on)
+    Args:
+        width: Counts per row.
+    """
 
-    def __repr__(self) -> str:
-        return repr(list(self))
+    __slots__ = ("_times", "_counts", "_width")
+
+    def __init__(self, width: int) -> None:
+        self._times = array("d")
+        self._counts = array("i")
+        self._width = width
+
+    def append(self, time_s: float, counts: list[int]) -> None:
+        """Add a row: a time and ``width`` counts."""
+        self._times.append(time_s)
+        self._counts.extend(counts)
+
+    def replace_last(self, time_s: float, counts: list[int]) -> None:
+        """Replace the last row."""
+        self._times[-1] = time_s
+        self._counts[-self._width :] = array("i", counts)
+
+    def _column_arrays(self) -> tuple[array, ...]:
+        counts, width = self._counts, self._width
+        return (self._times, *(counts[k::width] for k in range(width)))
+
+    def copy(self) -> CountRows:
+        """An independent copy (rows added later do not reach it)."""
+        twin = CountRows(self._width)
+        twin._times.extend(self._times)
+        twin._counts.extend(self._counts)
+        return twin
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Any, ...]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
+        if isinstance(index, slice):
+            return list(zip(*(column[index] for column in self._column_arrays()), strict=True))
+        row = range(len(self))[index]  # (raises IndexError as a list would)
+        width = self._width
+        return (self._times[row], *self._counts[row * width : (row + 1) * width])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpower.engine.storage import Rows
+from hpcpower.engine.storage import CountRows, Rows
 from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
 
@@ -248,7 +248,7 @@ class Results:
         if what == "states":
             columns = ["time_s", *STATE_LABELS]
             rows = self.state_counts
-            if isinstance(rows, Rows):
+            if isinstance(rows, (Rows, CountRows)):
                 # Column by column: no list of tuples the size of the run.
                 return pd.DataFrame({name: rows.column(k) for k, name in enumerate(columns)})
             return pd.DataFrame(rows, columns=columns)
