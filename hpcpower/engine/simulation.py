@@ -570,14 +570,15 @@ class Simulation:
     def _record_states(self) -> None:
         counts = self.cluster.counts
         now = self.env.now
-        # (nan before the first row: it equals no time.)
+        # (nan before the first row: it equals no time; and no counts equal
+        # the empty list of before the first row.)
         if self._last_row_s == now:
-            self._state_rows.replace_last(now, counts)
-            self._last_counts = counts.copy()
-        elif not self._state_rows or counts != self._last_counts:
-            self._state_rows.append(now, counts)
+            self._last_counts = last = counts.copy()
+            self._state_rows.replace_last(now, last)
+        elif counts != self._last_counts:
+            self._last_counts = last = counts.copy()
+            self._state_rows.append(now, last)
             self._last_row_s = now
-            self._last_counts = counts.copy()
 
     # -------------------------------------------------------------- running
     @property

@@ -72,6 +72,8 @@ class Gangs(Sequence["np.ndarray | None"]):
     def put(self, job: int, gang: np.ndarray) -> None:
         """Record the gang a job starts on (kept as it is while the job runs)."""
         self._live[job] = gang
+        if gang.dtype is not _INTP and gang.dtype != _INTP:
+            self._kept[job] = gang
 
     def seal(self, job: int) -> None:
         """Store an ended job's gang compactly (it reads back equal)."""
@@ -89,12 +91,10 @@ class Gangs(Sequence["np.ndarray | None"]):
         jobs = self._ended
         self._ended = []
         gangs = list(map(self._live.pop, jobs))
-        if any(gang.dtype is not _INTP for gang in gangs):
-            mine = [k for k, gang in enumerate(gangs) if gang.dtype == _INTP]
-            others = set(range(len(gangs))).difference(mine)
-            self._kept.update((jobs[k], gangs[k]) for k in others)
-            jobs = [jobs[k] for k in mine]
-            gangs = [gangs[k] for k in mine]
+        kept = self._kept
+        if kept:  # (gangs of another dtype stay whole, in _kept since put)
+            jobs = [job for job in jobs if job not in kept]
+            gangs = [gang for gang in gangs if gang.dtype is _INTP or gang.dtype == _INTP]
         if not gangs:
             return
         counts = np.fromiter(map(len, gangs), dtype=np.int64, count=len(gangs))
@@ -291,36 +291,54 @@ class CountRows(_Table):
         width: Counts per row.
     """
 
-    __slots__ = ("_times", "_counts", "_width")
+    __slots__ = ("_times", "_counts", "_width", "_last")
 
     def __init__(self, width: int) -> None:
         self._times = array("d")
         self._counts = array("i")
         self._width = width
+        # The last row, kept as given until the next one comes: a run
+        # replaces its last row often (several passes at one instant), and
+        # replacing a pair costs less than rewriting typed arrays.
+        self._last: tuple[float, list[int]] | None = None
 
     def append(self, time_s: float, counts: list[int]) -> None:
-        """Add a row: a time and ``width`` counts."""
-        self._times.append(time_s)
-        self._counts.extend(counts)
+        """Add a row: a time and ``width`` counts (the list is kept: do not change it)."""
+        last = self._last
+        if last is not None:
+            self._times.append(last[0])
+            self._counts.extend(last[1])
+        self._last = (time_s, counts)
 
     def replace_last(self, time_s: float, counts: list[int]) -> None:
-        """Replace the last row."""
-        self._times[-1] = time_s
-        self._counts[-self._width :] = array("i", counts)
+        """Replace the last row (the list is kept: do not change it)."""
+        if self._last is None:
+            raise IndexError("no row to replace")
+        self._last = (time_s, counts)
+
+    def _settle(self) -> None:
+        """Move the last row into the arrays."""
+        last = self._last
+        if last is not None:
+            self._times.append(last[0])
+            self._counts.extend(last[1])
+            self._last = None
 
     def _column_arrays(self) -> tuple[array, ...]:
+        self._settle()
         counts, width = self._counts, self._width
         return (self._times, *(counts[k::width] for k in range(width)))
 
     def copy(self) -> CountRows:
         """An independent copy (rows added later do not reach it)."""
+        self._settle()
         twin = CountRows(self._width)
         twin._times.extend(self._times)
         twin._counts.extend(self._counts)
         return twin
 
     def __len__(self) -> int:
-        return len(self._times)
+        return len(self._times) + (self._last is not None)
 
     @overload
     def __getitem__(self, index: int) -> tuple[Any, ...]: ...
@@ -331,5 +349,6 @@ class CountRows(_Table):
         if isinstance(index, slice):
             return list(zip(*(column[index] for column in self._column_arrays()), strict=True))
         row = range(len(self))[index]  # (raises IndexError as a list would)
+        self._settle()
         width = self._width
         return (self._times[row], *self._counts[row * width : (row + 1) * width])
