@@ -16,8 +16,6 @@ import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from hpcpower.errors import InputError
 from hpcpower.workload.job import Job
 
@@ -53,29 +51,6 @@ def read_source(path: str | os.PathLike[str]) -> tuple[bytes, str]:
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"{where}: damaged gzip data: {exc}") from exc
     return data, where
-
-
-def shared_values(column: np.ndarray) -> list:
-    """``column.tolist()``, with equal values sharing one Python object.
-
-    A long trace repeats the same runtimes, requested times, sizes and users
-    thousands of times; one object per distinct value instead of one per
-    job saves some 80 bytes a job on the SDSC Blue log. Floats are told
-    apart by their bits, so ``0.0`` and ``-0.0`` stay distinct.
-
-    Args:
-        column: A one-dimensional numeric array.
-
-    Returns:
-        The values as Python numbers, equal to ``column.tolist()``.
-    """
-    column = np.ascontiguousarray(column)
-    keys = column.view(np.int64) if column.dtype == np.float64 else column
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    values = np.empty(len(first), dtype=object)
-    values[:] = column[first].tolist()
-    # Indexing an object array copies references: no number object per job.
-    return values[inverse.reshape(-1)].tolist()
 
 
 def check_procs_per_node(procs_per_node: object) -> int:

@@ -81,13 +81,7 @@ from typing import Any, cast
 import numpy as np
 
 from hpcpower.errors import InputError
-from hpcpower.workload._io import (
-    ceil_div,
-    check_procs_per_node,
-    make_jobs,
-    read_source,
-    shared_values,
-)
+from hpcpower.workload._io import ceil_div, check_procs_per_node, make_jobs, read_source
 from hpcpower.workload.job import Dropped, Workload
 
 __all__ = ["SWF_FIELDS", "read_swf"]
@@ -335,10 +329,10 @@ def parse_swf(
     jobs_out = make_jobs(
         _names(numbers),
         (s_submit[order] - shift).tolist(),
-        shared_values(nodes[order]),
-        shared_values(s_req[order]),
-        shared_values(s_run[order]),
-        shared_values(users),
+        nodes[order].tolist(),
+        s_req[order].tolist(),
+        s_run[order].tolist(),
+        users.tolist(),
     )
 
     max_nodes_h = header.get("MaxNodes")
