@@ -20,6 +20,7 @@ from types import MappingProxyType
 import numpy as np
 import simpy
 
+from hpcpower.engine.storage import Rows
 from hpcpower.errors import IllegalTransition
 from hpcpower.planning import gang as _gang
 from hpcpower.platform import Platform
@@ -125,7 +126,7 @@ class Cluster:
         self.switch_ons = 0
         self.switch_offs = 0
         #: One row per timed transition: (node, to_state, start_s, end_s).
-        self.transition_log: list[tuple[int, int, float, float]] = []
+        self.transition_log = Rows("qbdd")
         self._on_transition_end = on_transition_end
         #: Called as ``on_state(t, nodes, old, new)`` at every change of state
         #: (``Simulation.on("node_state", ...)`` sets it); ``None``: nobody listens.

@@ -47,10 +47,10 @@ class RunRecord:
     jobs: list[Job]
     start_s: np.ndarray
     finish_s: np.ndarray
-    gangs: list[np.ndarray | None]
+    gangs: Sequence[np.ndarray | None]
     rejected: dict[int, str]
-    transitions: list[tuple[int, int, float, float]]
-    state_counts: list[tuple[float, int, int, int, int, int]]
+    transitions: Sequence[tuple[int, int, float, float]]
+    state_counts: Sequence[tuple[float, int, int, int, int, int]]
     time_in_state_s: np.ndarray
     node_state: np.ndarray
     power_w: np.ndarray

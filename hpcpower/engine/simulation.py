@@ -47,6 +47,7 @@ from hpcpower.engine.contract import Decision, Policy, SystemView
 from hpcpower.engine.decisionlog import LEVELS, DecisionLog
 from hpcpower.engine.queue import JobQueue, QueueView, Running
 from hpcpower.engine.record import RunRecord
+from hpcpower.engine.storage import CountRows, Gangs
 from hpcpower.errors import InputError, PolicyError
 from hpcpower.planning import _numba
 from hpcpower.platform import Platform
@@ -249,7 +250,11 @@ class Simulation:
         n = len(workload.jobs)
         self.start_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
-        self.gangs: list[np.ndarray | None] = [None] * n
+        #: The nodes of each job (``None`` until it starts), stored compactly once it ends.
+        n_nodes = platform.n_nodes
+        self.gangs = Gangs(
+            n, n_nodes, capacity=sum(job.res for job in workload.jobs if job.res <= n_nodes)
+        )
         self.rejected: dict[int, str] = {}
         self.decisions = DecisionLog()
         self.last_decision: Decision | None = None
@@ -273,8 +278,11 @@ class Simulation:
         self._calls: list[float] = []
         self._call_set: set[float] = set()
         self._first = True
-        self._state_rows: list[tuple[float, int, int, int, int, int]] = []
+        # (time_s, sleeping, switching_on, idle, computing, switching_off) rows,
+        # nearly one per pass: typed columns, a few dozen bytes a row.
+        self._state_rows = CountRows(5)
         self._last_counts: list[int] = []
+        self._last_row_s = math.nan
         self._progress: Callable[[int], None] | None = None
         self._compiled = compiled
         self._queue_view = QueueView(self.queue)
@@ -334,6 +342,7 @@ class Simulation:
         now = env.now
         job = record.job
         self.cluster.release(job.id, record.nodes)
+        self.gangs.seal(job.id)
         object.__setattr__(record, "finish_s", now)  # (frozen for policies)
         self.finish_s[job.id] = now
         del self.running[job.id]
@@ -354,6 +363,7 @@ class Simulation:
         self.finished = True
         self.end_s = self.env.now
         self.cluster.close_books()
+        self.gangs.settle()
         self._record_states()
 
     # ---------------------------------------------------------- controller
@@ -542,7 +552,7 @@ class Simulation:
             record = Running(job, now, gang)
             self.running[job_id] = record
             self.start_s[job_id] = now
-            self.gangs[job_id] = gang
+            self.gangs.put(job_id, gang)
             env.process(self._job(record, duration))
             for callback in self._listeners["job_start"]:
                 callback(now, job, gang)
@@ -562,15 +572,15 @@ class Simulation:
     def _record_states(self) -> None:
         counts = self.cluster.counts
         now = self.env.now
-        rows = self._state_rows
-        # Unpacked by name so that the row keeps its fixed shape for a type checker.
-        sleeping, switching_on, idle, computing, switching_off = counts
-        if rows and rows[-1][0] == now:
-            rows[-1] = (now, sleeping, switching_on, idle, computing, switching_off)
-            self._last_counts = counts.copy()
-        elif not rows or counts != self._last_counts:
-            rows.append((now, sleeping, switching_on, idle, computing, switching_off))
-            self._last_counts = counts.copy()
+        # (nan before the first row: it equals no time; and no counts equal
+        # the empty list of before the first row.)
+        if self._last_row_s == now:
+            self._last_counts = last = counts.copy()
+            self._state_rows.replace_last(now, last)
+        elif counts != self._last_counts:
+            self._last_counts = last = counts.copy()
+            self._state_rows.append(now, last)
+            self._last_row_s = now
 
     # -------------------------------------------------------------- running
     @property
@@ -751,16 +761,17 @@ class Simulation:
         seconds = cluster.time_in_state_s.copy()
         if not self.finished:
             seconds[np.arange(cluster.n_nodes), cluster.state] += end - cluster.since
-        # A finished run's log is final; one taken mid-run is copied, as it grows.
-        decisions = self.decisions if self.finished else self.decisions.copy()
+        # A finished run's logs are final; those taken mid-run are copied, as they grow.
+        final = self.finished
+        decisions = self.decisions if final else self.decisions.copy()
         return RunRecord(
             jobs=list(self.workload.jobs),
             start_s=self.start_s.copy(),
             finish_s=self.finish_s.copy(),
-            gangs=list(self.gangs),
+            gangs=self.gangs if final else self.gangs.copy(),
             rejected=dict(self.rejected),
-            transitions=list(cluster.transition_log),
-            state_counts=list(self._state_rows),
+            transitions=cluster.transition_log if final else cluster.transition_log.copy(),
+            state_counts=self._state_rows if final else self._state_rows.copy(),
             time_in_state_s=seconds,
             node_state=cluster.state.copy(),
             power_w=cluster.power_w,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hpcpower.engine.storage import CountRows, Rows
 from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
 
@@ -32,12 +33,17 @@ class Results:
 
     Attributes:
         jobs: Column arrays, one entry per submitted job (see :meth:`job_table`).
-        allocations: Allocated node ids per job (``None`` if it never started).
+        allocations: Allocated node ids per job, an array each (``None`` if
+            it never started). A run stores them flat
+            (:class:`~hpcpower.engine.storage.Gangs`); each reading gives a
+            new read-only array.
         rejected: Reason per rejected job id.
         transitions: Rows ``(node, to_state, start_s, end_s)`` of every switch-on
             (``to_state`` = switching_on) and switch-off.
         state_counts: Rows ``(time_s, sleeping, switching_on, idle, computing,
-            switching_off)`` each time the counts changed.
+            switching_off)`` each time the counts changed. A run stores rows
+            in typed columns (:class:`~hpcpower.engine.storage.Rows`): read
+            like a list of tuples, ``numpy.asarray`` gives a float array.
         time_in_state_s: Seconds per (node, state).
         energy_by_state_j: Joules per state, summed over nodes.
         node_energy_j: Joules per (node, state).
@@ -48,10 +54,10 @@ class Results:
     """
 
     jobs: dict[str, np.ndarray]
-    allocations: list[np.ndarray | None]
+    allocations: Sequence[np.ndarray | None]
     rejected: dict[int, str]
-    transitions: list[tuple[int, int, float, float]]
-    state_counts: list[tuple[float, int, int, int, int, int]]
+    transitions: Sequence[tuple[int, int, float, float]]
+    state_counts: Sequence[tuple[float, int, int, int, int, int]]
     time_in_state_s: np.ndarray
     energy_by_state_j: np.ndarray
     node_energy_j: np.ndarray
@@ -240,7 +246,12 @@ class Results:
             frame["job_id"] = names[frame["job_id"].to_numpy()]
             return frame
         if what == "states":
-            return pd.DataFrame(self.state_counts, columns=["time_s", *STATE_LABELS])
+            columns = ["time_s", *STATE_LABELS]
+            rows = self.state_counts
+            if isinstance(rows, (Rows, CountRows)):
+                # Column by column: no list of tuples the size of the run.
+                return pd.DataFrame({name: rows.column(k) for k, name in enumerate(columns)})
+            return pd.DataFrame(rows, columns=columns)
         if what == "decisions":
             return pd.DataFrame(self.decisions)
         raise ValueError(f"unknown table {what!r}: use jobs, nodes, states or decisions")
