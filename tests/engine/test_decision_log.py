@@ -59,7 +59,7 @@ def test_floats_keep_their_bits_and_a_column_takes_little_memory():
 
 
 def test_runs_of_equal_values_are_stored_once_and_read_back_in_place():
-    """A value kept over many passes (as the screen's statistics are) costs a run, not a row each."""
+    """A value kept over many passes (as screen statistics are) costs a run, not a row each."""
     notes = []
     for k in range(10_000):
         note = {"time_s": float(k), "cv": 0.5 if k < 6000 else math.nan, "n": k // 1000}
