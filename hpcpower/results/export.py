@@ -157,58 +157,126 @@ def pstate_changes(results: Results) -> list[tuple[float, np.ndarray, int]]:
     """Every change of a node's state: ``(time_s, nodes, new state)``, by time then state.
 
     Nodes changing to the same state at the same time are grouped. The rows
-    at time 0 give every node its initial state.
+    at time 0 give every node its initial state. (:func:`pstate_change_arrays`
+    gives the same as arrays.)
     """
-    # A node can change twice at one instant (a job that takes no time): its
-    # changes keep their order through ``rank``, the number of changes the
-    # node already had at that instant.
-    changes: dict[tuple[float, int, int], list[int]] = {}
-    previous: dict[int, tuple[str, float, int]] = {}
-
-    def change(node: int, label: str, start: float) -> None:
-        last = previous.get(node)
-        if last is not None and last[0] == label:
-            return
-        rank = last[2] + 1 if last is not None and last[1] == start else 0
-        changes.setdefault((start, rank, PSTATE_IDS[label]), []).append(node)
-        previous[node] = (label, start, rank)
-
-    finish = results.jobs["finish_s"]
-    last_job: dict[int, tuple[int, float]] = {}
-    for node, label, start, end, job in results.node_intervals():
-        change(node, label, float(start))
-        last_job[node] = (job, float(end)) if label == "computing" else (-1, 0.0)
-    # A job that ends as the run ends leaves no idle interval after it, but
-    # its nodes are idle again (a run of one job that takes no time, say).
-    for node, (job, end) in last_job.items():
-        if job >= 0 and finish[job] == end:
-            change(node, "idle", end)
-    # A run that ends at time 0 gives untouched nodes no interval at all.
-    initial = results.config.get("initial_state") or "idle"
-    for node in range(results.time_in_state_s.shape[0]):
-        if node not in previous:
-            change(node, initial, 0.0)
-    # A transition begun as the run ends has no length, so no interval: the
-    # nodes' states at the end settle it.
-    if results.node_state is not None:
-        for node, state in enumerate(results.node_state.tolist()):
-            change(node, STATE_LABELS[state], float(results.end_s))
+    times, states, ptr, nodes = pstate_change_arrays(results)
     return [
-        (time_s, np.array(sorted(nodes)), state)
-        for (time_s, _, state), nodes in sorted(changes.items())
+        (time_s, nodes[ptr[k] : ptr[k + 1]], state)
+        for k, (time_s, state) in enumerate(zip(times.tolist(), states.tolist(), strict=True))
     ]
 
 
-def write_pstate_changes_csv(results: Results, path: str | Path) -> None:
-    """Write Batsim's ``pstate_changes.csv``: ``time,machine_id,new_pstate`` (interval sets)."""
+def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pstate_changes` as arrays ``(times, states, ptr, nodes)``.
+
+    Group ``k`` is the nodes ``nodes[ptr[k]:ptr[k + 1]]`` (increasing ids)
+    changing to ``states[k]`` at ``times[k]``.
+
+    A node's changes are the starts of its intervals whose state differs
+    from the interval before; then, after its last interval, idle again if
+    it was a job that ended as the run ends (a job that takes no time
+    leaves no idle interval after it), its initial state if it has no
+    interval (a run that ends at time 0), and its state at the end (a
+    transition begun as the run ends has no length, so no interval). A node
+    can change twice at one instant (a job that takes no time): such changes
+    keep their order through their *rank*, the number of changes the node
+    already had at that instant, so groups go by (time, rank, state).
+    """
+    n = results.time_in_state_s.shape[0]
+    end_s = float(results.end_s)
+    finish = np.asarray(results.jobs["finish_s"], dtype=float)
+    initial = PSTATE_IDS[results.config.get("initial_state") or "idle"]
+    node_state = None if results.node_state is None else np.asarray(results.node_state)
+    # Each chunk holds whole nodes: their changes are made there, compactly.
+    made = [
+        _node_changes(
+            chunk, finish, initial, node_state, end_s, np.arange(low, min(low + _CHUNK, n))
+        )
+        for chunk, low in zip(
+            results.node_interval_chunks(_CHUNK), range(0, max(n, 1), _CHUNK), strict=True
+        )
+    ]
+    c_node, c_state, c_time, rank = (np.concatenate([m[k] for m in made]) for k in range(4))
+    del made
+    order = np.lexsort((c_node, c_state, rank, c_time))
+    c_node, c_state, c_time, rank = c_node[order], c_state[order], c_time[order], rank[order]
+    del order
+    bound = np.ones(len(c_node), dtype=bool)
+    bound[1:] = (
+        (c_time[1:] != c_time[:-1]) | (rank[1:] != rank[:-1]) | (c_state[1:] != c_state[:-1])
+    )
+    heads = np.flatnonzero(bound)
+    ptr = np.append(heads, len(c_node)).astype(np.int64)
+    return c_time[heads], c_state[heads].astype(np.int64), ptr, c_node.astype(np.int64)
+
+
+#: Nodes a chunk of :func:`pstate_change_arrays` holds.
+_CHUNK = 128
+
+
+def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes) -> tuple:
+    """The kept changes of one chunk of intervals (of ``nodes``): ``(node, state, time, rank)``."""
+    node, state, start, job = a["node"], a["state"], a["start_s"], a["job_id"]
+    # After each node's last interval: idle again after a job ending at its end.
+    last = np.ones(len(node), dtype=bool)
+    last[:-1] = node[1:] != node[:-1]
+    ended = last & (state == COMPUTING)
+    ended[ended] = finish[job[ended]] == a["end_s"][ended]
+    extra: list[tuple[Any, int, Any, Any]] = [
+        (node[ended], 1, int(NodeState.IDLE), a["end_s"][ended])
+    ]
+    extra.append((np.setdiff1d(nodes, node), 2, initial, 0.0))
+    if node_state is not None:
+        extra.append((nodes, 3, node_state[nodes], end_s))
+    # Every node's candidate changes in order: (node, slot, state, time).
+    size = len(node)
+    columns = [
+        np.concatenate([node] + [np.asarray(e[0], dtype=np.int64) for e in extra]),
+        np.concatenate(
+            [np.arange(size, dtype=np.int64)]
+            + [np.full(len(e[0]), size + e[1], dtype=np.int64) for e in extra]
+        ),
+        np.concatenate([state] + [np.broadcast_to(e[2], len(e[0])) for e in extra]),
+        np.concatenate(
+            [start] + [np.broadcast_to(np.asarray(e[3], float), len(e[0])) for e in extra]
+        ),
+    ]
+    order = np.lexsort((columns[1], columns[0]))
+    c_node, _, c_state, c_time = (column[order] for column in columns)
+    # A change is kept when its state differs from the node's change before.
+    new_node = np.ones(len(c_node), dtype=bool)
+    new_node[1:] = c_node[1:] != c_node[:-1]
+    kept = new_node.copy()
+    kept[1:] |= c_state[1:] != c_state[:-1]
+    c_node, c_state, c_time, new_node = c_node[kept], c_state[kept], c_time[kept], new_node[kept]
+    # Rank: how many kept changes the node had before at the same instant.
+    run_start = new_node.copy()
+    run_start[1:] |= c_time[1:] != c_time[:-1]
+    positions = np.arange(len(c_node))
+    rank = positions - np.maximum.accumulate(np.where(run_start, positions, 0))
+    return c_node.astype(np.int32), c_state.astype(np.int8), c_time, rank.astype(np.int32)
+
+
+def write_pstate_changes_csv(
+    results: Results, path: str | Path, changes: tuple[np.ndarray, ...] | None = None
+) -> None:
+    """Write Batsim's ``pstate_changes.csv``: ``time,machine_id,new_pstate`` (interval sets).
+
+    ``changes``: :func:`pstate_change_arrays` of ``results``, if already made.
+    """
+    times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
+    bounds = ptr.tolist()
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(("time", "machine_id", "new_pstate"))
-        for time_s, nodes, state in pstate_changes(results):
-            writer.writerow((_num(time_s), interval_set(nodes), state))
+        for k, (time_s, state) in enumerate(zip(times.tolist(), states.tolist(), strict=True)):
+            writer.writerow((_num(time_s), interval_set(nodes[bounds[k] : bounds[k + 1]]), state))
 
 
-def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
+def energy_events(
+    results: Results, changes: tuple[np.ndarray, ...] | None = None
+) -> list[tuple[float, float, str, float]]:
     """Rows of ``consumed_energy.csv``: ``(time_s, joules so far, event type, watts after)``.
 
     One row per job start (``s``), job end (``e``) and group of state changes
@@ -216,23 +284,31 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     ends of jobs that took no time), and a last row ``f`` at the end of the
     run when no event happened then. The
     joules are the platform's energy integrated exactly from time 0; the
-    watts are the platform's power from that instant on.
+    watts are the platform's power from that instant on. ``changes``:
+    :func:`pstate_change_arrays` of ``results``, if already made.
     """
     power = _power_model(results)
-    changes = pstate_changes(results)
+    times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
     t = results.jobs
     done = ~np.isnan(t["finish_s"])
     started = ~np.isnan(t["start_s"])
+    finish = t["finish_s"][done]
+    begin = t["start_s"][done]
     # (A job that took no time ends after it starts, at the same instant.)
-    events: list[tuple[float, int, str, tuple[np.ndarray, int] | None]] = [
-        (finish, 3 if finish == begin else 0, "e", None)
-        for finish, begin in zip(
-            t["finish_s"][done].tolist(), t["start_s"][done].tolist(), strict=True
+    event_time = np.concatenate([finish, times, t["start_s"][started]])
+    event_rank = np.concatenate(
+        [np.where(finish == begin, 3, 0), np.ones(len(times), int), np.full(started.sum(), 2)]
+    )
+    # In time order, then rank; ties in the order above (a stable sort).
+    order = np.lexsort((event_rank, event_time))
+    kinds = np.array(["e", "p", "s"])[
+        np.concatenate(
+            [np.zeros(len(finish), int), np.ones(len(times), int), np.full(started.sum(), 2)]
         )
-    ]
-    events += [(time_s, 1, "p", (nodes, state)) for time_s, nodes, state in changes]
-    events += [(float(x), 2, "s", None) for x in t["start_s"][started].tolist()]
-    events.sort(key=lambda e: (e[0], e[1]))
+    ][order].tolist()
+    change_of = np.concatenate(
+        [np.full(len(finish), -1), np.arange(len(times)), np.full(started.sum(), -1)]
+    )[order].tolist()
     # Every node starts in the run's initial state, so that the power of the
     # first rows is the platform's (the rows at time 0 then set the rest).
     initial = results.config.get("initial_state") or "idle"
@@ -242,12 +318,13 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     joules = 0.0
     clock = 0.0
     rows = []
-    for time_s, _, kind, change in events:
+    bounds = ptr.tolist()
+    new_states = states.tolist()
+    for time_s, kind, k in zip(event_time[order].tolist(), kinds, change_of, strict=True):
         joules += watts * (time_s - clock)
         clock = time_s
-        if change is not None:
-            nodes, new = change
-            state[nodes] = new
+        if k >= 0:
+            state[nodes[bounds[k] : bounds[k + 1]]] = new_states[k]
             watts = float(power[everyone, state].sum())
         rows.append((time_s, joules, kind, watts))
     if not rows or rows[-1][0] < results.end_s:
@@ -258,18 +335,21 @@ def energy_events(results: Results) -> list[tuple[float, float, str, float]]:
     return rows
 
 
-def write_consumed_energy_csv(results: Results, path: str | Path) -> None:
+def write_consumed_energy_csv(
+    results: Results, path: str | Path, events: list[tuple] | None = None
+) -> None:
     """Write Batsim's ``consumed_energy.csv``: ``time,energy,event_type,wattmin,epower``.
 
     ``epower`` is the mean power since the previous row (``NA`` when no time
     passed), as Batsim writes it; ``wattmin`` the platform's power after the row.
+    ``events``: :func:`energy_events` of ``results``, if already made.
     """
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(("time", "energy", "event_type", "wattmin", "epower"))
         last_time: float | None = None
         last_joules = 0.0  # (read only once last_time is set)
-        for time_s, joules, kind, watts in energy_events(results):
+        for time_s, joules, kind, watts in energy_events(results) if events is None else events:
             if last_time is None or time_s == last_time:
                 epower = "NA"
             else:
@@ -278,13 +358,14 @@ def write_consumed_energy_csv(results: Results, path: str | Path) -> None:
             last_time, last_joules = time_s, joules
 
 
-def schedule(results: Results) -> dict[str, Any]:
+def schedule(results: Results, events: list[tuple] | None = None) -> dict[str, Any]:
     """Batsim's schedule metrics (the keys of its ``schedule.csv``), from the results.
 
     Means are over the jobs that finished (Batsim divides by every job);
     the slowdown is turnaround over execution time, unbounded, over jobs
     that ran for some time; ``consumed_joules`` is the energy from the first
-    submission to the end of the run.
+    submission to the end of the run. ``events``: :func:`energy_events` of
+    ``results``, if already made.
     """
     s = results.summary
     t = results.job_table()
@@ -308,7 +389,7 @@ def schedule(results: Results) -> dict[str, Any]:
     # The energy up to the first submission: from the last row at or before
     # it, plus the power drawn from that row on.
     before = 0.0
-    for time_s, joules, _, watts in energy_events(results):
+    for time_s, joules, _, watts in energy_events(results) if events is None else events:
         if time_s > first_submit:
             break
         before = joules + watts * (first_submit - time_s)
@@ -335,9 +416,11 @@ def schedule(results: Results) -> dict[str, Any]:
     }
 
 
-def write_schedule_json(results: Results, path: str | Path) -> None:
+def write_schedule_json(
+    results: Results, path: str | Path, events: list[tuple] | None = None
+) -> None:
     """Write ``schedule.json``: Batsim's schedule metrics (see :func:`schedule`)."""
-    text = json.dumps(_clean(schedule(results)), indent=2, allow_nan=False)
+    text = json.dumps(_clean(schedule(results, events)), indent=2, allow_nan=False)
     Path(path).write_text(text + "\n")
 
 
@@ -479,13 +562,16 @@ def write_all(
     out = check_out(out_dir, force=force)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
+        # The state changes and the energy events behind three files, made once.
+        changes = pstate_change_arrays(results)
+        events = energy_events(results, changes)
         writers = {
             "summary.json": write_summary_json,
             "jobs.csv": write_jobs_csv,
             "machine_states.csv": write_machine_states_csv,
-            "pstate_changes.csv": write_pstate_changes_csv,
-            "consumed_energy.csv": write_consumed_energy_csv,
-            "schedule.json": write_schedule_json,
+            "pstate_changes.csv": lambda r, p: write_pstate_changes_csv(r, p, changes),
+            "consumed_energy.csv": lambda r, p: write_consumed_energy_csv(r, p, events),
+            "schedule.json": lambda r, p: write_schedule_json(r, p, events),
         }
         for name, write in writers.items():
             write(results, staging / name)

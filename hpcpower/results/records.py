@@ -10,7 +10,7 @@ summary entries through ``Policy.summarise``). Field-by-field definitions are in
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ import numpy as np
 from hpcpower.engine.storage import CountRows, Rows
 from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
+from hpcpower.states import COMPUTING, IDLE, SLEEPING, SWITCHING_ON
 
 if TYPE_CHECKING:
     from hpcpower.engine.record import RunRecord
@@ -195,40 +196,89 @@ class Results:
         """Every node's state intervals ``(node, state, start_s, end_s, job_id)``.
 
         Derived from job allocations and the transition log; whatever is left
-        between them is idle or sleeping.
+        between them is idle or sleeping. Node by node, in time order (see
+        :meth:`node_interval_arrays`, the same as arrays).
+        """
+        a = self.node_interval_arrays()
+        labels = [STATE_LABELS[code] for code in a["state"].tolist()]
+        return list(
+            zip(
+                a["node"].tolist(),
+                labels,
+                a["start_s"].tolist(),
+                a["end_s"].tolist(),
+                a["job_id"].tolist(),
+                strict=True,
+            )
+        )
+
+    def node_interval_arrays(self) -> dict[str, np.ndarray]:
+        """:meth:`node_intervals` as arrays: node, state (codes), start_s, end_s, job_id.
+
+        The chunks of :meth:`node_interval_chunks`, joined.
+        """
+        chunks = list(self.node_interval_chunks())
+        return {name: np.concatenate([c[name] for c in chunks]) for name in _INTERVAL_COLUMNS}
+
+    def node_interval_chunks(self, nodes_per_chunk: int = 128) -> Iterator[dict[str, np.ndarray]]:
+        """:meth:`node_interval_arrays`, a few nodes at a time (bounded memory on whole traces).
+
+        A node's spans (its jobs, then its transitions, in time order; ties
+        in the order they were recorded) come with the gaps between them:
+        before the first transition a node rests in the run's initial state,
+        after a switch-on idle, after a switch-off asleep. Zero-length spans
+        other than jobs are left out. Each chunk holds every interval of
+        ``nodes_per_chunk`` consecutive nodes, node by node, in time order.
         """
         n = self.time_in_state_s.shape[0]
-        per_node: list[list[tuple[float, float, str, int]]] = [[] for _ in range(n)]
+        end_s = float(self.end_s)
+        initial = _STATE_CODE[self.config.get("initial_state") or "idle"]
         t = self.jobs
-        for job_id, gang in enumerate(self.allocations):
-            if gang is None:
-                continue
-            start = t["start_s"][job_id]
-            finish = t["finish_s"][job_id]
-            finish = self.end_s if np.isnan(finish) else finish
-            for node in gang.tolist():
-                per_node[node].append((start, finish, "computing", job_id))
-        for node, kind, start, end in self.transitions:
-            per_node[node].append((start, min(end, self.end_s), STATE_LABELS[kind], -1))
-        rows: list[tuple[int, str, float, float, int]] = []
-        initial = self.config.get("initial_state") or "idle"
-        for node, spans in enumerate(per_node):
-            spans.sort(key=lambda s: (s[0], s[1]))
-            resting = initial
-            clock = 0.0
-            for start, end, label, job_id in spans:
-                if start > clock:
-                    rows.append((node, resting, clock, start, -1))
-                if end > start or label == "computing":
-                    rows.append((node, label, start, end, job_id))
-                if label == "switching_on":
-                    resting = "idle"
-                elif label == "switching_off":
-                    resting = "sleeping"
-                clock = max(clock, end)
-            if clock < self.end_s:
-                rows.append((node, resting, clock, self.end_s, -1))
-        return rows
+        job_start = np.asarray(t["start_s"], dtype=float)
+        job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
+        allocations = self.allocations
+        sizes = np.fromiter(
+            (0 if g is None else len(g) for g in allocations),
+            dtype=np.int64,
+            count=len(allocations),
+        )
+        flat = np.empty(int(sizes.sum()), dtype=np.int64)
+        at = 0
+        for gang in allocations:  # (one gang read at a time: no list of them)
+            if gang is not None:
+                flat[at : at + len(gang)] = gang
+                at += len(gang)
+        moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
+        # Every span: its node, and its job (>= 0) or transition (-1 - row).
+        span_node = np.concatenate([flat, moves[:, 0].astype(np.int64)])
+        span_ref = np.concatenate(
+            [np.repeat(np.arange(len(sizes)), sizes), -1 - np.arange(len(moves))]
+        )
+        del flat
+        # Node by node; each node's spans in the order recorded (stable).
+        by_node = np.argsort(span_node, kind="stable")
+        bounds = np.searchsorted(
+            span_node[by_node], np.arange(0, n + nodes_per_chunk, nodes_per_chunk)
+        )
+        for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
+            high = min(low + nodes_per_chunk, n)
+            picked = by_node[bounds[k] : bounds[k + 1]]
+            ref = span_ref[picked]
+            row = np.maximum(-1 - ref, 0)
+            job = ref >= 0
+            ref_job = np.maximum(ref, 0)
+            yield _intervals(
+                span_node[picked],
+                np.where(job, job_start[ref_job], moves[row, 2] if len(moves) else 0.0),
+                np.where(
+                    job, job_end[ref_job], np.minimum(moves[row, 3], end_s) if len(moves) else 0.0
+                ),
+                np.where(job, COMPUTING, moves[row, 1] if len(moves) else 0).astype(np.int8),
+                np.where(job, ref, -1),
+                np.arange(low, high),
+                initial,
+                end_s,
+            )
 
     def to_pandas(self, what: str = "jobs"):
         """A table as a DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
@@ -268,3 +318,91 @@ class Results:
             f"mean wait {s.get('mean_wait_s', math.nan) / 60:.2f} min, "
             f"wasted {s.get('wasted_energy_j', math.nan) / 3.6e9:.3f} MWh>"
         )
+
+
+#: State codes by label.
+_STATE_CODE = {label: code for code, label in enumerate(STATE_LABELS)}
+_NO_INTS = np.zeros(0, dtype=np.int64)
+
+
+_INTERVAL_COLUMNS = ("node", "state", "start_s", "end_s", "job_id")
+
+
+def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) -> dict:
+    """The intervals of ``nodes`` from their spans (see :meth:`Results.node_interval_chunks`)."""
+    # Node by node, by (start, end); ties keep the order given (stable).
+    order = np.lexsort((end, start, node))
+    node, start, end, state, job = (a[order] for a in (node, start, end, state, job))
+    m = len(node)
+    first = np.ones(m, dtype=bool)  # the first span of its node
+    first[1:] = node[1:] != node[:-1]
+    last = np.ones(m, dtype=bool)
+    last[:-1] = first[1:]
+    # The clock before each span: the latest end of the node's earlier spans.
+    clock = np.zeros(m)
+    clock[1:] = end[:-1]
+    clock[first] = 0.0
+    if np.any(clock[1:] > start[1:]):  # overlapping spans: the running maximum
+        clock = _running_clock(node.tolist(), end.tolist())
+    # The state a node rests in before each span: after its latest transition.
+    moved = state != COMPUTING
+    positions = np.arange(m)
+    latest = np.maximum.accumulate(np.where(moved, positions, -1)) if m else positions
+    before = np.full(m, -1, dtype=np.int64)
+    before[1:] = latest[:-1]
+    starts_at = np.maximum.accumulate(np.where(first, positions, 0)) if m else positions
+    after = np.where(state == SWITCHING_ON, IDLE, SLEEPING).astype(np.int8)
+    resting = np.where(before >= starts_at, after[np.maximum(before, 0)], initial)
+    resting_after = np.where(moved, after, resting)
+    # Rows: a gap before a span, the span, and after a node's last span the
+    # gap to the end; a node without spans rests the whole run.
+    gap = start > clock
+    shown = (end > start) | ~moved
+    tail_clock = np.maximum(clock, end)
+    tail = last & (tail_clock < end_s)
+    idle_nodes = np.setdiff1d(nodes, node) if end_s > 0 else nodes[:0]
+    parts = [
+        # (node, slot, state, start, end, job): slot orders a node's rows.
+        (node[gap], 3 * np.flatnonzero(gap), resting[gap], clock[gap], start[gap], -1),
+        (
+            node[shown],
+            3 * np.flatnonzero(shown) + 1,
+            state[shown],
+            start[shown],
+            end[shown],
+            job[shown],
+        ),
+        (
+            node[tail],
+            3 * np.flatnonzero(tail) + 2,
+            resting_after[tail],
+            tail_clock[tail],
+            end_s,
+            -1,
+        ),
+        (idle_nodes, -1, initial, 0.0, end_s, -1),
+    ]
+    out = {
+        name: np.concatenate([np.broadcast_to(np.asarray(p[k]), len(p[0])) for p in parts])
+        for k, name in enumerate(("node", "slot", *_INTERVAL_COLUMNS[1:]))
+    }
+    order = np.lexsort((out.pop("slot"), out["node"]))
+    dtypes = {"node": np.int64, "state": np.int8, "job_id": np.int64}
+    return {
+        name: column[order].astype(dtypes.get(name, float), copy=False)
+        for name, column in out.items()
+    }
+
+
+def _running_clock(nodes: list[int], ends: list[float]) -> np.ndarray:
+    """The latest end of each span's earlier spans on its node (0 for a node's first)."""
+    clock = np.zeros(len(nodes))
+    latest = 0.0
+    previous = -1
+    for k, (node, end) in enumerate(zip(nodes, ends, strict=True)):
+        if node != previous:
+            latest = 0.0
+            previous = node
+        clock[k] = latest
+        latest = max(latest, end)
+    return clock

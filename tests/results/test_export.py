@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import Scripted, job, tiny_platform
+from conftest import DATA, Scripted, job, tiny_platform
 
 from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS
@@ -17,6 +17,7 @@ from hpcpower.policies.registry import make_policy
 from hpcpower.results.export import (
     JOBS_COLUMNS,
     MACHINE_COLUMNS,
+    PSTATE_IDS,
     interval_set,
     write_all,
     write_jobs_csv,
@@ -361,3 +362,38 @@ def test_a_result_taken_mid_run_has_batsim_s_states_by_arrival(tmp_path):
     write_jobs_csv(res, tmp_path / "jobs.csv")
     finals = [row[JOBS_COLUMNS.index("final_state")] for row in read_csv(tmp_path / "jobs.csv")[1:]]
     assert finals == ["RUNNING", "SUBMITTED", "NOT_SUBMITTED"]
+
+
+def test_state_changes_are_the_intervals_read_node_by_node_in_any_chunks():
+    """The changes grouped by instant and state come from every node's intervals, chunk size aside.
+
+    Replayed node by node from :meth:`Results.node_intervals` (a change
+    whenever a node's state differs from its interval before, at the
+    interval's start), the groups of ``pstate_changes`` give every node the
+    same sequence of states; the intervals do not depend on how many nodes
+    a chunk holds.
+    """
+    from hpcpower import load_platform, load_workload
+    from hpcpower.results.export import pstate_changes
+
+    workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
+    workload.jobs = workload.jobs[:400]
+    results = Simulation(load_platform("aoba-64"), workload, make_policy("snf-ipm"), seed=42).run()
+    whole = results.node_interval_arrays()
+    for size in (1, 5, 1000):
+        chunks = list(results.node_interval_chunks(size))
+        for name, column in whole.items():
+            assert np.array_equal(np.concatenate([c[name] for c in chunks]), column)
+    expected: dict[int, list[tuple[float, int]]] = {}
+    for node, label, start, _end, _job in results.node_intervals():
+        seen = expected.setdefault(node, [])
+        state = PSTATE_IDS[label]
+        if not seen or seen[-1][1] != state:
+            seen.append((start, state))
+    got: dict[int, list[tuple[float, int]]] = {}
+    for time_s, nodes, state in pstate_changes(results):
+        for node in nodes.tolist():
+            got.setdefault(node, []).append((time_s, state))
+    for node, changes in expected.items():
+        # (The end of the run may add the state a node ends in.)
+        assert got[node][: len(changes)] == changes
