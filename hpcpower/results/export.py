@@ -200,7 +200,11 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     c_node, c_state, c_time, rank = (np.concatenate([m[k] for m in made]) for k in range(4))
     del made
     order = np.lexsort((c_node, c_state, rank, c_time))
-    c_node, c_state, c_time, rank = c_node[order], c_state[order], c_time[order], rank[order]
+    # One column at a time, so that only one old column is kept beside its copy.
+    c_node = c_node[order]
+    c_state = c_state[order]
+    c_time = c_time[order]
+    rank = rank[order]
     del order
     bound = np.ones(len(c_node), dtype=bool)
     bound[1:] = (
@@ -212,7 +216,7 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 #: Nodes a chunk of :func:`pstate_change_arrays` holds.
-_CHUNK = 128
+_CHUNK = 32
 
 
 def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes) -> tuple:

@@ -220,7 +220,7 @@ class Results:
         chunks = list(self.node_interval_chunks())
         return {name: np.concatenate([c[name] for c in chunks]) for name in _INTERVAL_COLUMNS}
 
-    def node_interval_chunks(self, nodes_per_chunk: int = 128) -> Iterator[dict[str, np.ndarray]]:
+    def node_interval_chunks(self, nodes_per_chunk: int = 32) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`node_interval_arrays`, a few nodes at a time (bounded memory on whole traces).
 
         A node's spans (its jobs, then its transitions, in time order; ties
@@ -242,7 +242,8 @@ class Results:
             dtype=np.int64,
             count=len(allocations),
         )
-        flat = np.empty(int(sizes.sum()), dtype=np.int64)
+        # (int32: half the memory of int64 for the millions of node-jobs of a whole trace)
+        flat = np.empty(int(sizes.sum()), dtype=np.int32)
         at = 0
         for gang in allocations:  # (one gang read at a time: no list of them)
             if gang is not None:
@@ -250,16 +251,18 @@ class Results:
                 at += len(gang)
         moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
         # Every span: its node, and its job (>= 0) or transition (-1 - row).
-        span_node = np.concatenate([flat, moves[:, 0].astype(np.int64)])
-        span_ref = np.concatenate(
-            [np.repeat(np.arange(len(sizes)), sizes), -1 - np.arange(len(moves))]
-        )
+        span_node = np.concatenate([flat, moves[:, 0].astype(np.int32)])
         del flat
-        # Node by node; each node's spans in the order recorded (stable).
-        by_node = np.argsort(span_node, kind="stable")
-        bounds = np.searchsorted(
-            span_node[by_node], np.arange(0, n + nodes_per_chunk, nodes_per_chunk)
+        span_ref = np.concatenate(
+            [
+                np.repeat(np.arange(len(sizes), dtype=np.int32), sizes),
+                -1 - np.arange(len(moves), dtype=np.int32),
+            ]
         )
+        # Node by node; each node's spans in the order recorded (stable).
+        by_node = np.argsort(span_node, kind="stable").astype(np.int32)
+        firsts = np.concatenate(([0], np.cumsum(np.bincount(span_node, minlength=n))))
+        bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
         for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
             high = min(low + nodes_per_chunk, n)
             picked = by_node[bounds[k] : bounds[k + 1]]
