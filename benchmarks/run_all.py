@@ -34,9 +34,9 @@ PAPER = ("fcfs-easy-ipm", "snf-ipm", "snf-icon")
 #: The cases of bench_baselines.py and bench_icon.py: (trace, platform, policies).
 TRACE_CASES = [
     *[(name, "aoba-64", PAPER) for name in PAPER_64],
-    ("DAS2-fs1-2003-1.swf.gz", "aoba-64", ("fcfs-easy", "fcfs-easy-ipm")),
+    ("DAS2-fs1-2003-1.swf.gz", "aoba-64", ("fcfs-easy", "fcfs-easy-ipm", "snf-icon")),
     ("SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", "aoba-1152", PAPER),
-    ("SDSC-BLUE-2000-4.2-cln.swf.gz", "aoba-1152", ("fcfs-easy",)),
+    ("SDSC-BLUE-2000-4.2-cln.swf.gz", "aoba-1152", ("fcfs-easy", "snf-icon")),
 ]
 QUICK_TRACE_CASES = [(PAPER_64[0], "aoba-64", PAPER)]
 

@@ -16,11 +16,13 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hpcpower.engine.decisionlog import DecisionLog
 from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_LABELS, NodeState
@@ -440,18 +442,18 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
     other CSV files, and so is a key that a row does not have.
     """
     rows = results.decisions
-    columns: list[str] = []
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
+    if isinstance(rows, DecisionLog):
+        # (Its keys in order of first appearance, and its rows as tuples, a block at a time.)
+        columns = rows.keys()
+        values: Iterable[Sequence[Any]] = rows.iter_values(columns, "")
+    else:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        values = ([row.get(key, "") for key in columns] for row in rows)
     with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(
-                {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-            )
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        # NaN (the one value unequal to itself) and None are empty fields.
+        writer.writerows(["" if v != v else v for v in row] for row in values)
 
 
 def check_out(out_dir: str | Path, *, force: bool = False) -> Path:

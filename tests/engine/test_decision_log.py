@@ -38,6 +38,10 @@ def test_every_row_reads_back_as_the_note_that_went_in(notes, batch):
         assert got == want
         assert {k: type(v) for k, v in got.items()} == {k: _python_type(v) for k, v in want.items()}
     assert log.copy() == notes
+    missing = object()
+    assert list(log.iter_values(KEYS, missing)) == [
+        tuple(note.get(key, missing) for key in KEYS) for note in notes
+    ]
     if notes:
         assert log[-1] == notes[-1] and log[: len(notes)] == notes
 
