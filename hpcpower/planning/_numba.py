@@ -10,8 +10,17 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
+
+def _installed(name: str) -> bool:
+    """Whether ``name`` can be found, without importing it (a finder that refuses: no)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 #: Whether numba is installed (looked up without importing it).
-AVAILABLE = importlib.util.find_spec("numba") is not None
+AVAILABLE = _installed("numba")
 
 _TWINS: list[Callable] = []
 
