@@ -36,9 +36,11 @@ class JobQueue:
         self._snf_keys: list[tuple[int, float, int]] = []
         self._snf_jobs: list[Job] = []
         # The SNF-ordered columns res and reqtime_s, kept in step with
-        # _snf_jobs (shifted on insert and removal) for compiled planners.
+        # _snf_jobs (shifted on insert and removal) for compiled planners,
+        # from the first time one asks for them (FCFS policies never do).
         self._snf_res = np.empty(64, dtype=np.int64)
         self._snf_req = np.empty(64, dtype=float)
+        self._snf_kept = False
         self._ids = np.empty(64, dtype=np.int64)
         self._res = np.empty(64, dtype=np.int64)
         self._req = np.empty(64, dtype=float)
@@ -57,15 +59,8 @@ class JobQueue:
         i = bisect.bisect(self._snf_keys, key)
         self._snf_keys.insert(i, key)
         self._snf_jobs.insert(i, job)
-        n = len(self._snf_jobs) - 1  # jobs before this one
-        if n == len(self._snf_res):
-            self._snf_res = np.resize(self._snf_res, 2 * n)
-            self._snf_req = np.resize(self._snf_req, 2 * n)
-        if i < n:  # (numpy copies overlapping slices as if through a buffer)
-            self._snf_res[i + 1 : n + 1] = self._snf_res[i:n]
-            self._snf_req[i + 1 : n + 1] = self._snf_req[i:n]
-        self._snf_res[i] = job.res
-        self._snf_req[i] = job.reqtime_s
+        if self._snf_kept:
+            self._snf_insert(i, job)
         if self._used == len(self._ids):
             self._compact(grow=True)
         k = self._used
@@ -85,10 +80,11 @@ class JobQueue:
         i = bisect.bisect_left(keys, snf_key(job))
         del keys[i]
         del self._snf_jobs[i]
-        n = len(keys)  # jobs left
-        if i < n:
-            self._snf_res[i:n] = self._snf_res[i + 1 : n + 1]
-            self._snf_req[i:n] = self._snf_req[i + 1 : n + 1]
+        if self._snf_kept:
+            n = len(keys)  # jobs left
+            if i < n:
+                self._snf_res[i:n] = self._snf_res[i + 1 : n + 1]
+                self._snf_req[i:n] = self._snf_req[i + 1 : n + 1]
         self._alive[self._slot.pop(job_id)] = False
 
     def _compact(self, grow: bool) -> None:
@@ -119,6 +115,18 @@ class JobQueue:
             self._columns = columns
         return self._columns
 
+    def _snf_insert(self, i: int, job: Job) -> None:
+        """Insert ``job`` at SNF position ``i`` of the SNF columns."""
+        n = len(self._snf_jobs) - 1  # jobs before this one
+        if n == len(self._snf_res):
+            self._snf_res = np.resize(self._snf_res, 2 * n)
+            self._snf_req = np.resize(self._snf_req, 2 * n)
+        if i < n:  # (numpy copies overlapping slices as if through a buffer)
+            self._snf_res[i + 1 : n + 1] = self._snf_res[i:n]
+            self._snf_req[i + 1 : n + 1] = self._snf_req[i:n]
+        self._snf_res[i] = job.res
+        self._snf_req[i] = job.reqtime_s
+
     def snf_columns(self) -> tuple[np.ndarray, np.ndarray]:
         """``(res, reqtime_s)`` of the waiting jobs in SNF order (as :meth:`snf`).
 
@@ -126,6 +134,14 @@ class JobQueue:
         within the pass, never keep them.
         """
         n = len(self._snf_jobs)
+        if not self._snf_kept:
+            # Made now and kept in step from here on.
+            self._snf_kept = True
+            size = max(64, 2 * n)
+            self._snf_res = np.empty(size, dtype=np.int64)
+            self._snf_req = np.empty(size, dtype=float)
+            self._snf_res[:n] = [job.res for job in self._snf_jobs]
+            self._snf_req[:n] = [job.reqtime_s for job in self._snf_jobs]
         return read_only(self._snf_res[:n]), read_only(self._snf_req[:n])
 
     def slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:

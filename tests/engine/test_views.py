@@ -194,3 +194,24 @@ def test_the_simpy_check_names_what_changed(monkeypatch):
     monkeypatch.setattr(simpy.Environment, "__init__", without_eid)
     with pytest.raises(RuntimeError, match=r"Environment\._eid.*simpy>=4\.1,<5"):
         _simpy.check()
+
+
+def test_the_snf_columns_follow_the_queue_from_the_first_time_they_are_read():
+    """Kept in step through pushes and removals once asked for (made then from the queue)."""
+    from hpcpower.engine.queue import JobQueue
+
+    rng = np.random.default_rng(3)
+    queue = JobQueue()
+    jobs = [job(i, 0.0, int(rng.integers(1, 6)), float(rng.integers(1, 4))) for i in range(300)]
+    waiting = []
+    for step, new in enumerate(jobs):
+        queue.push(new)
+        waiting.append(new)
+        if step % 3 == 2:
+            gone = waiting.pop(int(rng.integers(len(waiting))))
+            queue.remove(gone)
+        if step >= 100 and step % 7 == 0:  # (not read before step 100)
+            res, req = queue.snf_columns()
+            assert res.tolist() == [j.res for j in queue.snf()]
+            assert req.tolist() == [j.reqtime_s for j in queue.snf()]
+            assert not res.flags.writeable
