@@ -125,7 +125,10 @@ class ArraySchedule(Schedule):
     :meth:`first_appearances` pays for no Python object per queued job.
     """
 
-    def __init__(self, start: list[Planned], compute: Callable[[], tuple | None]) -> None:
+    def __init__(
+        self, start: list[Planned], compute: Callable[[], tuple | None] | None = None
+    ) -> None:
+        # (A subclass that makes its arrays in its own _load passes no compute.)
         super().__init__(start)
         self._compute: Callable[[], tuple | None] | None = compute
         self._arrays: tuple | None = None

@@ -118,7 +118,7 @@ class _ForwardSchedule(ArraySchedule):
     """
 
     def __init__(self, policy: SNF, view: SystemView, timeout_s, started, rest, idle) -> None:
-        super().__init__(started, _whole_plan_made_by_load)
+        super().__init__(started)
         self._rest = rest
         self._k = len(started)
         cluster = view.cluster
@@ -165,10 +165,6 @@ class _ForwardSchedule(ArraySchedule):
         self._partial = (starts, flat, ptr)
         self._read = max(self._read, len(starts))
         return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
-
-
-def _whole_plan_made_by_load() -> tuple | None:
-    raise AssertionError("_ForwardSchedule makes its plan in _load")
 
 
 _NO_WANTED = np.empty(0, dtype=np.int64)
