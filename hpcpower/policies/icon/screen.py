@@ -15,9 +15,12 @@ accepted when it has at least ``n_min`` samples and
 
 The pass is in ICON mode when the interarrival series is accepted and, if
 service samples are required, the service series too (§2b; the authors'
-``_series_markovianity``). Sums run left to right, as in the authors' code,
-so the statistics are the same floats; from 96 samples on, the KS term uses
-numpy's ``exp``, which may differ from ``math.exp`` in the last bit.
+``_series_markovianity``). Below 96 samples the sums are Python's ``sum``, as
+in the authors' code, so the statistics are the floats their code gives on
+the same Python (``sum`` is compensated from Python 3.12 on); the compiled
+twin (:mod:`hpcpower.planning.markov`) gives the same. From 96 samples on,
+sums run left to right in numpy and the KS term uses numpy's ``exp``, which
+may differ from ``math.exp`` in the last bit.
 """
 
 from __future__ import annotations
