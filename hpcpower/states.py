@@ -36,6 +36,8 @@ class NodeState(IntEnum):
 
 STATES: tuple[NodeState, ...] = tuple(NodeState)
 STATE_LABELS: tuple[str, ...] = tuple(s.label for s in STATES)
+#: Each state's number by its label (``"idle"`` -> 2): the codes in state arrays.
+STATE_CODES: dict[str, int] = {s.label: int(s) for s in STATES}
 
 #: One colour per node state, shared by every plot, the HTML viewer and the
 #: notebook views: grey asleep, amber waking, light green idle, blue

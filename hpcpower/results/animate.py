@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcpower.platform import STATE_LABELS
+from hpcpower.states import STATE_CODES
 
 if TYPE_CHECKING:
     from hpcpower.results.plots import Window
@@ -42,7 +43,7 @@ def node_states_at(results: Results, times: np.ndarray) -> np.ndarray:
     before ``t``, so at an instant where it changes, the new state shows; at
     the end of the run it is the node's final state.
     """
-    index = {label: s for s, label in enumerate(STATE_LABELS)}
+    index = STATE_CODES
     n_nodes = results.time_in_state_s.shape[0]
     initial = index[results.config.get("initial_state") or "idle"]
     out = np.full((len(times), n_nodes), initial, dtype=np.int8)

@@ -25,7 +25,7 @@ import numpy as np
 from hpcpower.engine.decisionlog import DecisionLog
 from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
-from hpcpower.states import COMPUTING, STATE_LABELS, NodeState
+from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
 
 JOBS_COLUMNS = (
     "job_id",
@@ -152,7 +152,7 @@ def write_machine_states_csv(results: Results, path: str | Path) -> None:
 
 #: ``pstate_changes.csv``: the power-state id of each node state (Batsim
 #: numbers power states per host; hpcpower gives every node state its own).
-PSTATE_IDS = {label: int(state) for label, state in zip(STATE_LABELS, NodeState, strict=True)}
+PSTATE_IDS = STATE_CODES
 
 
 def pstate_changes(results: Results) -> list[tuple[float, np.ndarray, int]]:

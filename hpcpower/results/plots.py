@@ -34,6 +34,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from hpcpower.platform import STATE_LABELS
+from hpcpower.states import STATE_CODES
 from hpcpower.states import STATE_COLORS as _STATE_COLORS
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def power_series(results: Results) -> tuple[np.ndarray, np.ndarray]:
         per_state = np.where(seen, hi, 0.0)
         times, counts = state_series(results)
         return times, counts @ per_state
-    index = {label: s for s, label in enumerate(STATE_LABELS)}
+    index = STATE_CODES
     rows = results.node_intervals()
     node = np.array([r[0] for r in rows], dtype=np.intp)
     state = np.array([index[r[1]] for r in rows], dtype=np.intp)
@@ -388,7 +389,7 @@ def state_timeline(results: Results, ax: Axes | None = None, window: Window | No
     t0, t1 = _window(results, window)
     scale = _time_axis(ax, t0, t1)
     times, counts = clip_series(*state_series(results), _data(results, (t0, t1)))
-    column = {label: s for s, label in enumerate(STATE_LABELS)}
+    column = STATE_CODES
     ax.stackplot(
         times / scale,
         *(counts[:, column[label]] for label in STACK_ORDER),

@@ -19,7 +19,7 @@ import numpy as np
 from hpcpower.engine.storage import CountRows, Rows
 from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
-from hpcpower.states import COMPUTING, IDLE, SLEEPING, SWITCHING_ON
+from hpcpower.states import COMPUTING, IDLE, SLEEPING, STATE_CODES, SWITCHING_ON
 
 if TYPE_CHECKING:
     from hpcpower.engine.record import RunRecord
@@ -232,7 +232,7 @@ class Results:
         """
         n = self.time_in_state_s.shape[0]
         end_s = float(self.end_s)
-        initial = _STATE_CODE[self.config.get("initial_state") or "idle"]
+        initial = STATE_CODES[self.config.get("initial_state") or "idle"]
         t = self.jobs
         job_start = np.asarray(t["start_s"], dtype=float)
         job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
@@ -323,8 +323,6 @@ class Results:
         )
 
 
-#: State codes by label.
-_STATE_CODE = {label: code for code, label in enumerate(STATE_LABELS)}
 _NO_INTS = np.zeros(0, dtype=np.int64)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcpower.errors import InputError
-from hpcpower.states import STATE_LABELS
+from hpcpower.states import STATE_CODES, STATE_LABELS
 
 if TYPE_CHECKING:
     from hpcpower.results.records import Results
@@ -64,7 +64,7 @@ def run_data(run_dir: str | Path) -> dict[str, Any]:
         raise InputError(f"{run}/summary.json: not valid JSON ({exc.msg})") from None
     config = summary.get("config") or {}
     label_of = {pstate: label for label, pstate in PSTATE_IDS.items()}
-    state_index = {label: k for k, label in enumerate(STATE_LABELS)}
+    state_index = STATE_CODES
 
     changes: dict[str, list] = {"t": [], "nodes": [], "s": []}
     for row in _rows(run / "pstate_changes.csv"):
