@@ -397,3 +397,34 @@ def test_state_changes_are_the_intervals_read_node_by_node_in_any_chunks():
     for node, changes in expected.items():
         # (The end of the run may add the state a node ends in.)
         assert got[node][: len(changes)] == changes
+
+
+def test_overlapping_spans_leave_no_gap_before_the_latest_end():
+    """Spans that overlap on a node (only a hand-made record has them) count from the latest end.
+
+    A job from 0 to 10 s and two inside it (2-3 s and 4-6 s): no idle gap
+    opens at 3 s, and the node is idle from 10 s to the end at 12 s.
+    """
+    from hpcpower.results.records import _intervals
+    from hpcpower.states import COMPUTING, IDLE
+
+    node = np.zeros(3, dtype=np.int64)
+    rows = _intervals(
+        node,
+        np.array([0.0, 2.0, 4.0]),
+        np.array([10.0, 3.0, 6.0]),
+        np.full(3, COMPUTING, dtype=np.int8),
+        np.arange(3),
+        np.arange(1),
+        IDLE,
+        12.0,
+    )
+    got = list(
+        zip(rows["state"].tolist(), rows["start_s"].tolist(), rows["end_s"].tolist(), strict=True)
+    )
+    assert got == [
+        (COMPUTING, 0.0, 10.0),
+        (COMPUTING, 2.0, 3.0),
+        (COMPUTING, 4.0, 6.0),
+        (IDLE, 10.0, 12.0),
+    ]
