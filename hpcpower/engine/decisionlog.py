@@ -6,7 +6,8 @@ cost about 2 KB each (the dict, and a float object per number). Here notes
 are gathered in batches of :attr:`DecisionLog.BATCH`; each batch becomes a
 block with one part per key, its values in a numpy array of their kind:
 floats (8 bytes), whole numbers (int64), booleans (1 byte), and strings,
-which repeat, as int32 codes into the key's table of distinct strings.
+which repeat, as codes into the key's table of distinct strings; whole
+numbers and codes take the smallest integer type that holds the block's.
 
 Most keys keep their value from one pass to the next (the screen's
 statistics until a sample enters or leaves its window, the estimated
@@ -31,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,27 +110,45 @@ def _encode(values: list[Any], codes: dict[str, int], strings: list[str]) -> _Pa
     kind = kinds.pop() if len(kinds) == 1 else object
     if kind not in _DTYPES:
         return _Part(object, list(present), None, missing, nones)
+    dtype = _DTYPES[kind]
     if kind is str:
         for text in dict.fromkeys(present):  # new strings, in order of appearance
             if text not in codes:
                 codes[text] = len(strings)
                 strings.append(text)
         present = list(map(codes.__getitem__, present))
+        dtype = _narrowest(0, len(strings) - 1)
     try:
-        array = np.array(present, dtype=_DTYPES[kind])
+        array = np.array(present, dtype=dtype)
     except OverflowError:  # integers beyond int64
         return _Part(object, list(present), None, missing, nones)
+    if kind is int and len(array):
+        array = array.astype(_narrowest(int(array.min()), int(array.max())), copy=False)
     starts = None
     if len(array) > 1:
         # Equal bits, not equal values: NaN runs, and -0.0 apart from 0.0.
         bits = array.view(np.int64) if kind is float else array
         starts = np.flatnonzero(bits[1:] != bits[:-1]) + 1
-        if len(starts) + 1 < len(array) * array.itemsize / (array.itemsize + 4):
+        position = _narrowest(0, len(array) - 1)
+        size = array.itemsize
+        if len(starts) + 1 < len(array) * size / (size + position.itemsize):
             array = np.concatenate((array[:1], array[starts]))
-            starts = np.concatenate(([0], starts)).astype(np.uint32)
+            starts = np.concatenate(([0], starts)).astype(position)
         else:
             starts = None
     return _Part(kind, array, starts, missing, nones)
+
+
+#: Integer types from the smallest, for :func:`_narrowest`.
+_INTEGERS = tuple(np.iinfo(t) for t in (np.int8, np.int16, np.int32, np.int64))
+
+
+def _narrowest(low: int, high: int) -> np.dtype:
+    """The smallest signed integer type that holds ``low`` to ``high`` (int64 at most)."""
+    for info in _INTEGERS:
+        if info.min <= low and high <= info.max:
+            return info.dtype
+    return _INTEGERS[-1].dtype
 
 
 def _decode(part: _Part, n: int, strings: list[str]) -> list[Any]:
@@ -151,6 +170,35 @@ def _decode(part: _Part, n: int, strings: list[str]) -> list[Any]:
     for a, b in zip(absent, none, strict=True):
         out.append(_ABSENT if a else None if b else next(given))
     return out
+
+
+def _text(value: Any) -> str:
+    """A value as ``csv`` writes it, NaN and ``None`` as empty fields."""
+    if value is None or value != value:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _decode_text(part: _Part, n: int, strings: list[str]) -> list[str]:
+    """The block's ``n`` values of one key as text (see :meth:`DecisionLog.iter_text`)."""
+    values = part.values
+    if part.kind is str:
+        texts = [strings[code] for code in values.tolist()]
+    elif part.kind is object or part.kind is float:
+        texts = list(map(_text, values if part.kind is object else values.tolist()))
+    else:
+        texts = list(map(str, values.tolist()))
+    if part.starts is not None:
+        ends = np.append(part.starts[1:], _present(part, n)).astype(np.int64)
+        lengths = (ends - part.starts).tolist()
+        texts = list(itertools.chain.from_iterable(map(itertools.repeat, texts, lengths)))
+    if part.missing is None and part.nones is None:
+        return texts
+    given = iter(texts)
+    return [
+        "" if a or b else next(given)
+        for a, b in zip(_bits(part.missing, n), _bits(part.nones, n), strict=True)
+    ]
 
 
 def _present(part: _Part, n: int) -> int:
@@ -302,20 +350,37 @@ class DecisionLog(Sequence[dict[str, Any]]):
     def iter_values(self, keys: Sequence[str], missing: Any = None) -> Iterator[tuple[Any, ...]]:
         """Each row's values of ``keys``, as a tuple (``missing`` for a key the row lacks).
 
-        Cheaper than reading rows as dicts, for writing the log as a table.
+        Cheaper than reading rows as dicts.
         """
+
+        def column(part: _Part, n: int, strings: list[str]) -> list[Any]:
+            values = _decode(part, n, strings)
+            if part.missing is not None:
+                values = [missing if v is _ABSENT else v for v in values]
+            return values
+
+        return self._iter_rows(keys, column, missing)
+
+    def iter_text(self, keys: Sequence[str]) -> Iterator[tuple[str, ...]]:
+        """Each row's values of ``keys`` as the ``csv`` module writes them, as a tuple.
+
+        A float is its ``repr``, anything else its ``str``; NaN, ``None`` and
+        a key the row lacks are empty. Each run of equal values is formatted
+        once, so this is much cheaper than letting ``csv`` format every row.
+        """
+        return self._iter_rows(keys, _decode_text, "")
+
+    def _iter_rows(self, keys: Sequence[str], column, missing: Any) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``keys`` from ``column(part, n, strings)`` per key, a block at a time."""
         self._flush()
         for block in self._blocks:
-            columns: list[Iterable[Any]] = []
-            for key in keys:
-                part = block.parts.get(key)
-                if part is None:
-                    columns.append(itertools.repeat(missing, block.n))
-                    continue
-                values = _decode(part, block.n, self._keys[key][1])
-                if part.missing is not None:
-                    values = [missing if v is _ABSENT else v for v in values]
-                columns.append(values)
+            n = block.n
+            columns = [
+                itertools.repeat(missing, n)
+                if (part := block.parts.get(key)) is None
+                else column(part, n, self._keys[key][1])
+                for key in keys
+            ]
             yield from zip(*columns, strict=True)
 
     def column(self, key: str) -> list[Any]:

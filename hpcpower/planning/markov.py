@@ -1,4 +1,4 @@
-"""The workload screen's statistics of a short series, compiled (SNF-ICON's screen).
+"""The workload screen's statistics, compiled (SNF-ICON's screen).
 
 :func:`hpcpower.policies.icon.screen.screen_series` computes, for a window
 of fewer than 96 samples, the mean, coefficient of variation, lag-1
@@ -12,6 +12,13 @@ gives the same floats to the bit:
   (not always ``x * x``): the exponent comes in as an argument (``two``), so
   the compiler cannot turn the power into a product;
 * ``exp`` and ``sqrt`` are the C library's, as Python's ``math`` module's.
+
+From 96 samples on the screen computes with numpy, summing left to right
+(``np.add.accumulate``). :func:`large_stats` and :func:`ks_distance` are the
+twins of that form; numpy's vectorised ``exp`` may differ from the C
+library's in the last bit, so the exponentials between the two stay numpy's
+(the caller applies ``np.exp`` to what :func:`large_stats` leaves in
+``scaled``).
 """
 
 from __future__ import annotations
@@ -50,6 +57,30 @@ def _sum(values, count, neumaier):
 
 
 @kernel
+def _kept(values):
+    """The finite non-negative ``values``, in order (the samples the screen reads)."""
+    v = np.empty(len(values))
+    n = 0
+    for x in values:
+        if math.isfinite(x) and x >= 0.0:
+            v[n] = x
+            n += 1
+    return v[:n]
+
+
+@kernel
+def _deviations(v, left_mean, right_mean):
+    """``v[:-1] - left_mean`` and ``v[1:] - right_mean`` (the lag-1 pairs' deviations)."""
+    m = len(v) - 1
+    left = np.empty(m)
+    right = np.empty(m)
+    for i in range(m):
+        left[i] = v[i] - left_mean
+        right[i] = v[i + 1] - right_mean
+    return left, right
+
+
+@kernel
 def small_stats(values, two, neumaier, largest):
     """``(n, mean, cv, lag1, ks)`` of the finite non-negative ``values``, as the Python form.
 
@@ -65,15 +96,10 @@ def small_stats(values, two, neumaier, largest):
         when the mean is not positive.
     """
     nan = np.nan
-    v = np.empty(len(values))
-    n = 0
-    for x in values:
-        if math.isfinite(x) and x >= 0.0:
-            v[n] = x
-            n += 1
+    v = _kept(values)
+    n = len(v)
     if n < 3 or n >= largest:
         return n, nan, nan, nan, nan
-    v = v[:n]
     mean = _sum(v, n, neumaier) / n
     if mean <= EPS:
         return n, mean, nan, nan, nan
@@ -85,11 +111,7 @@ def small_stats(values, two, neumaier, largest):
     m = n - 1
     ml = _sum(v, m, neumaier) / m
     mr = _sum(v[1:], m, neumaier) / m
-    dl = np.empty(m)
-    dr = np.empty(m)
-    for i in range(m):
-        dl[i] = v[i] - ml
-        dr[i] = v[i + 1] - mr
+    dl, dr = _deviations(v, ml, mr)
     for i in range(m):
         work[i] = dl[i] * dr[i]
     num = _sum(work, m, neumaier)
@@ -114,3 +136,70 @@ def small_stats(values, two, neumaier, largest):
             ks = gap
         below = above
     return n, mean, cv, rho, ks
+
+
+@kernel
+def _accumulated(values, count):
+    """``np.add.accumulate(values[:count])[-1]``: left to right from the first value."""
+    if count == 0:
+        return 0.0
+    total = values[0]
+    for i in range(1, count):
+        total += values[i]
+    return total
+
+
+@kernel
+def large_stats(values, scaled):
+    """``(n, mean, cv, lag1)`` of the finite non-negative ``values``, as the numpy form.
+
+    Also writes ``-x / mean`` for the kept samples in increasing order into
+    ``scaled[:n]`` (the argument of the KS term's exponential), unless the mean
+    is not positive (then ``cv`` and ``lag1`` are nan and ``scaled`` is left
+    alone). For ``n >= 2``.
+    """
+    nan = np.nan
+    v = _kept(values)
+    n = len(v)
+    mean = _accumulated(v, n) / n
+    if mean <= EPS:
+        return n, mean, nan, nan
+    work = np.empty(n)
+    for i in range(n):
+        d = v[i] - mean
+        work[i] = d * d
+    cv = math.sqrt(max(0.0, _accumulated(work, n) / n)) / mean
+    m = n - 1
+    ml = _accumulated(v, m) / m
+    mr = _accumulated(v[1:], m) / m
+    dl, dr = _deviations(v, ml, mr)
+    for i in range(m):
+        work[i] = dl[i] * dr[i]
+    num = _accumulated(work, m)
+    for i in range(m):
+        work[i] = dl[i] * dl[i]
+    left = _accumulated(work, m)
+    for i in range(m):
+        work[i] = dr[i] * dr[i]
+    den = math.sqrt(left * _accumulated(work, m))
+    rho = num / den if den > EPS else 1.0
+    ordered = np.sort(v)
+    for i in range(n):
+        scaled[i] = -ordered[i] / mean
+    return n, mean, cv, rho
+
+
+@kernel
+def ks_distance(exp_scaled):
+    """KS distance to the exponential from ``exp(-x / mean)`` of the sorted samples."""
+    n = len(exp_scaled)
+    ks = 0.0
+    for i in range(n):
+        cdf = 1.0 - exp_scaled[i]
+        gap = abs(i / n - cdf)
+        if gap > ks:
+            ks = gap
+        gap = abs((i + 1) / n - cdf)
+        if gap > ks:
+            ks = gap
+    return ks

@@ -442,18 +442,19 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
     other CSV files, and so is a key that a row does not have.
     """
     rows = results.decisions
+    # NaN (the one value unequal to itself) and None are empty fields.
     if isinstance(rows, DecisionLog):
-        # (Its keys in order of first appearance, and its rows as tuples, a block at a time.)
+        # (Its keys in order of first appearance; each run of equal values
+        # formatted once, a block at a time.)
         columns = rows.keys()
-        values: Iterable[Sequence[Any]] = rows.iter_values(columns, "")
+        values: Iterable[Sequence[Any]] = rows.iter_text(columns)
     else:
         columns = list(dict.fromkeys(key for row in rows for key in row))
-        values = ([row.get(key, "") for key in columns] for row in rows)
+        values = (["" if (v := row.get(key, "")) != v else v for key in columns] for row in rows)
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
-        # NaN (the one value unequal to itself) and None are empty fields.
-        writer.writerows(["" if v != v else v for v in row] for row in values)
+        writer.writerows(values)
 
 
 def check_out(out_dir: str | Path, *, force: bool = False) -> Path:

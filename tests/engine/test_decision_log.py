@@ -58,8 +58,9 @@ def test_floats_keep_their_bits_and_a_column_takes_little_memory():
     assert [math.copysign(1, g) for g in got] == [math.copysign(1, v) for v in values]
     assert math.isnan(got[0]) and got[1:] == values[1:]
     # x changes at every row: a float each. mode and ok never change: in
-    # each of the 25 blocks one run, its value (string code, bool) and start.
-    assert log.nbytes() == 50_000 * 8 + 25 * ((4 + 4) + (1 + 4))
+    # each of the 25 blocks one run, its value (a one-byte string code, a
+    # bool) and its start (two bytes: a block has fewer than 32768 rows).
+    assert log.nbytes() == 50_000 * 8 + 25 * ((1 + 2) + (1 + 2))
 
 
 def test_runs_of_equal_values_are_stored_once_and_read_back_in_place():
@@ -136,3 +137,50 @@ def test_a_whole_trace_under_snf_icon_stays_within_its_memory_bound():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < MEMORY_BOUND_MB
+
+
+def test_whole_numbers_take_the_smallest_type_and_come_back_as_ints():
+    """Counts (started, waiting, samples) mostly fit a byte; a block's largest sets its type."""
+    big = [2**40, -(2**40), 2**63 - 1]
+    notes = [{"k": k % 100, "big": big[k % 3], "s": f"t{k % 300}"} for k in range(2048)]
+    log = DecisionLog()
+    log.extend(notes)
+    assert list(log) == notes
+    assert all(type(row["k"]) is int and type(row["big"]) is int for row in log)
+    part = log._blocks[0].parts
+    assert part["k"].values.dtype == np.int8
+    assert part["big"].values.dtype == np.int64
+    assert part["s"].values.dtype == np.int16  # 300 strings: more than a byte holds
+
+
+def test_text_rows_are_what_csv_writes_for_the_values():
+    """Runs, NaN, -0.0, None, absent keys, mixed kinds and commas, as ``csv`` formats them."""
+    import csv
+    import io
+
+    notes = []
+    for k in range(5000):
+        note = {
+            "t": float(k // 3),
+            "x": [math.nan, -0.0, 0.1, 1e300][k % 4] if k % 11 else None,
+            "n": k // 700,
+            "ok": k % 5 == 0,
+            "why": "cv,lag1" if k % 3 else "accepted",
+            "mixed": [1, 2.5, "a", None, True][k % 5],
+        }
+        if k % 7 == 0:
+            del note["n"]
+        notes.append(note)
+    log = DecisionLog()
+    log.extend(notes)
+    keys = log.keys()
+
+    def written(rows) -> str:
+        out = io.StringIO(newline="")
+        csv.writer(out).writerows(rows)
+        return out.getvalue()
+
+    plain = [
+        ["" if (v := note.get(key)) is None or v != v else v for key in keys] for note in notes
+    ]
+    assert written(log.iter_text(keys)) == written(plain)

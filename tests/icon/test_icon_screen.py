@@ -100,6 +100,27 @@ def test_window_keeps_the_last_span_and_at_most_n_max():
     assert w.values() == [90.0]
 
 
+def test_window_matches_a_plain_deque_through_many_adds_and_prunes():
+    """The buffer is moved to its front when full: the window never shows it."""
+    from collections import deque
+
+    rng = np.random.default_rng(5)
+    w = SampleWindow(50.0, 7)
+    want: deque[tuple[float, float]] = deque(maxlen=7)
+    now = 0.0
+    for _ in range(2000):
+        now += float(rng.exponential(8.0))
+        value = float(rng.random())
+        w.add(now, value)
+        want.append((now, value))
+        if rng.random() < 0.3:
+            w.prune(now)
+            while want and want[0][0] < now - 50.0:
+                want.popleft()
+        assert w.values() == [v for _, v in want]
+        assert w.array().tolist() == w.values() and len(w) == len(want)
+
+
 def test_screen_caches_until_a_window_changes():
     screen = WorkloadScreen(7200.0, 1000, S)
     for i, t in enumerate(np.cumsum(np.random.default_rng(3).exponential(600.0, 12))):

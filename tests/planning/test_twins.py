@@ -588,18 +588,18 @@ def test_every_twin_is_compared():
     assert not missing, f"public twins compared nowhere in {Path(__file__).name}: {missing}"
 
 
+#: Screen samples: any floats, whole seconds (as trace times are), and the
+#: values the screen drops or that sit on its edges.
+_SAMPLES = st.one_of(
+    st.floats(0.0, 1e7, allow_nan=False),
+    st.integers(0, 5000).map(float),
+    st.sampled_from([-1.0, np.nan, np.inf, 0.0, 1e-12]),
+)
+
+
 @needs_twins
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.floats(0.0, 1e7, allow_nan=False),
-            st.integers(0, 5000).map(float),  # whole seconds, as trace times are
-            st.sampled_from([-1.0, np.nan, np.inf, 0.0, 1e-12]),
-        ),
-        max_size=120,
-    )
-)
+@given(st.lists(_SAMPLES, max_size=120))
 def test_small_stats_are_the_screens_python_floats(values):
     """Mean, CV, lag-1 and KS of a short series: the Python form's floats, to the bit.
 
@@ -631,3 +631,35 @@ def test_small_stats_match_on_random_doubles():
         n, *got = markov.small_stats(values, 2.0, screen._NEUMAIER, 96)
         want = screen._stats_small(values.tolist())
         assert [x.hex() for x in got] == [float(x).hex() for x in want]
+
+
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_SAMPLES, min_size=96, max_size=400))
+def test_large_stats_are_the_screens_numpy_floats(values):
+    """From 96 samples on: the numpy form's mean, CV, lag-1 and KS, to the bit."""
+    from hpcpower.policies.icon import screen
+
+    values = np.array(values, dtype=float)
+    kept = values[np.isfinite(values) & (values >= 0.0)]
+    if len(kept) < 2:
+        return
+    got = screen._stats_compiled(values)
+    want = screen._stats_numpy(kept)
+    assert [float(x).hex() for x in got] == [float(x).hex() for x in want]
+
+
+@needs_twins
+def test_large_stats_match_on_random_doubles():
+    """Long windows of full-precision doubles, where a changed summing order shows."""
+    from hpcpower.policies.icon import screen
+
+    rng = np.random.default_rng(11)
+    for size in [96] * 300 + [97, 128, 255, 256, 257, 999, 1000] * 40:
+        values = rng.exponential(1000.0, size) * rng.random(size)
+        scaled = np.empty(size)
+        n, mean, cv, rho = markov.large_stats(values, scaled)
+        ks = markov.ks_distance(np.exp(scaled))
+        want = screen._stats_numpy(values)
+        assert n == size
+        assert [float(x).hex() for x in (mean, cv, rho, ks)] == [float(x).hex() for x in want]

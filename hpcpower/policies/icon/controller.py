@@ -185,7 +185,6 @@ class SnfIcon(Policy):
         verdict = self.screen.verdict(now, view.compiled)
         gate = arrival_gate(now, self.arrivals.last_arrival_s, cfg.spare_arrival_window_s)
         event = view.first or bool(view.arrived) or bool(view.completed)
-        note = self._note(view, verdict, gate, event)
 
         for rec in view.completed:
             self._icon_ends.pop(rec.job.id, None)
@@ -193,16 +192,22 @@ class SnfIcon(Policy):
         view = self._timers.view(view)
         if cfg.fallback_enabled and not verdict.accepted:
             decision = self._fallback(view)
-            note.update(
-                mode="fallback",
+            started = len(decision.start)
+            note = self._note(
+                view,
+                verdict,
+                gate,
+                event,
+                "fallback",
                 spare="skipped",
                 spare_reason="recent_workload_not_well_markovian",
-                started=len(decision.start),
-                waiting=len(view.queue) - len(decision.start),
+                started=started,
+                waiting=len(view.queue) - started,
                 wakes=len(decision.switch_on),
                 switch_offs=len(decision.switch_off),
             )
         else:
+            note = self._note(view, verdict, gate, event)
             decision = self._icon(view, released, gate, event, note)
         # The authors' idle timers of nodes started in this pass are dropped
         # only by a pass that applies the timeout (see IdleTimers).
@@ -454,13 +459,20 @@ class SnfIcon(Policy):
 
     # ----------------------------------------------------------- reporting
     def _note(
-        self, view: SystemView, verdict: ScreenResult, gate: GateState, event: bool
+        self,
+        view: SystemView,
+        verdict: ScreenResult,
+        gate: GateState,
+        event: bool,
+        mode: str | None = None,
+        **outcome: Any,
     ) -> dict[str, Any]:
+        """The pass's note: what it saw, then ``outcome`` (what it decided), in that key order."""
         return {
             "time_s": view.now,
             "triggers": _trigger_text(view.triggers),
             "decision_event": event,
-            "mode": None,
+            "mode": mode,
             **self._screen_note(verdict),
             "gate_enabled": gate.enabled,
             "gate_open": gate.open,
@@ -468,6 +480,7 @@ class SnfIcon(Policy):
             "arrival_age_s": gate.arrival_age_s,
             "arrival_rate": self.arrivals.rate(),
             "service_rate": self.service.rate(),
+            **outcome,
         }
 
     def _screen_note(self, verdict: ScreenResult) -> dict[str, Any]:

@@ -48,37 +48,56 @@ class SampleWindow:
 
     def __init__(self, span_s: float, max_samples: int) -> None:
         self.span_s = float(span_s)
-        # Stamps and values side by side (the values are read whole, in C).
-        self._stamps: deque[float] = deque(maxlen=max_samples)
-        self._values: deque[float] = deque(maxlen=max_samples)
+        self.max_samples = int(max_samples)
+        self._stamps: deque[float] = deque()
+        # The values live in [_head, _tail) of a buffer twice the window's
+        # size, moved to the front when full: the window is then a view,
+        # with no copy per screening.
+        self._buffer = np.empty(2 * max(1, self.max_samples))
+        self._head = 0
+        self._tail = 0
         #: Bumped whenever the content changes, so verdicts can be cached.
         self.version = 0
 
     def add(self, stamp_s: float, value: float) -> None:
         """Append a sample (stamps must not decrease)."""
-        self._stamps.append(float(stamp_s))
-        self._values.append(float(value))
+        stamps = self._stamps
+        stamps.append(float(stamp_s))
+        if len(stamps) > self.max_samples:
+            stamps.popleft()
+            self._head += 1
+        if self._tail == len(self._buffer):
+            kept = self._tail - self._head
+            self._buffer[:kept] = self._buffer[self._head : self._tail]
+            self._head, self._tail = 0, kept
+        self._buffer[self._tail] = value
+        self._tail += 1
         self.version += 1
 
     def prune(self, now: float) -> None:
         """Drop samples stamped before ``now - span_s`` (a stamp on the edge stays)."""
         cutoff = float(now) - self.span_s
         stamps = self._stamps
-        while stamps and stamps[0] < cutoff:
-            stamps.popleft()
-            self._values.popleft()
+        if stamps and stamps[0] < cutoff:
+            while stamps and stamps[0] < cutoff:
+                stamps.popleft()
+                self._head += 1
             self.version += 1
 
     def values(self) -> list[float]:
         """The sample values, oldest first."""
-        return list(self._values)
+        return self._buffer[self._head : self._tail].tolist()
 
     def array(self) -> np.ndarray:
-        """The sample values, oldest first, as an array."""
-        return np.fromiter(self._values, dtype=float, count=len(self._values))
+        """The sample values, oldest first: a view, to read before the next add.
+
+        (Writeable: numba compiles a twin afresh in every process for a
+        read-only array instead of taking it from its cache.)
+        """
+        return self._buffer[self._head : self._tail]
 
     def __len__(self) -> int:
-        return len(self._values)
+        return self._tail - self._head
 
     def __repr__(self) -> str:
         return f"<SampleWindow {len(self)} samples over the last {self.span_s:g} s>"
@@ -219,6 +238,17 @@ def _stats_small(v: list[float]) -> tuple[float, float, float, float]:
     return mean, cv, rho, ks
 
 
+def _stats_compiled(values: np.ndarray) -> tuple[float, float, float, float]:
+    """:func:`_stats_numpy` of the finite non-negative ``values`` with the compiled twins."""
+    scaled = np.empty(len(values))
+    n, mean, cv, rho = markov.large_stats(values, scaled)
+    if mean <= EPS:
+        return mean, math.nan, math.nan, math.nan
+    # numpy's exp, as the numpy form's (it may differ from libm's in the last bit).
+    exp_scaled = np.exp(scaled[:n], out=scaled[:n])
+    return mean, cv, rho, markov.ks_distance(exp_scaled)
+
+
 def _stats_numpy(v: np.ndarray) -> tuple[float, float, float, float]:
     """(mean, cv, lag-1, KS) with numpy, sums left to right."""
     n = len(v)
@@ -257,10 +287,7 @@ def screen_series(
     if compiled:
         values = np.asarray(values, dtype=float)
         n, *small = markov.small_stats(values, 2.0, _NEUMAIER, _NUMPY_FROM)
-        if n < _NUMPY_FROM:
-            stats = small
-        else:
-            v = values[np.isfinite(values) & (values >= 0.0)]
+        stats = small if n < _NUMPY_FROM else _stats_compiled(values)
     else:
         v = [x for x in values if math.isfinite(x) and x >= 0.0]
         n = len(v)

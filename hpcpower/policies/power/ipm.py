@@ -73,9 +73,12 @@ class IPM(PowerManager):
         if sleeping or expired:
             wanted: AbstractSet[int] | np.ndarray
             if view.compiled:
-                # A compiled plan takes the ids as an array: read off the
-                # state array, cheaper than from the set on large machines.
-                wanted = np.flatnonzero(cluster.state == SLEEPING)
+                # A compiled plan takes the ids as an array (in any order):
+                # read from the set when few, else off the state array.
+                if len(sleeping) < 128:
+                    wanted = np.fromiter(sleeping, dtype=np.intp, count=len(sleeping))
+                else:
+                    wanted = np.flatnonzero(cluster.state == SLEEPING)
                 if expired:
                     wanted = np.concatenate((wanted, expired))
             else:
