@@ -110,6 +110,19 @@ class Schedule:
                 break
         return found
 
+    def first_appearance_arrays(
+        self, nodes: AbstractSet[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`first_appearances` as two arrays: the nodes, and the start of each.
+
+        Cheaper for a compiled plan on a large machine, where many nodes appear.
+        """
+        found = self.first_appearances(nodes)
+        return (
+            np.fromiter(found.keys(), dtype=np.int64, count=len(found)),
+            np.fromiter(found.values(), dtype=float, count=len(found)),
+        )
+
     def __repr__(self) -> str:
         return f"<Schedule start {len(self.start)} jobs, {len(self._made)} planned so far>"
 
@@ -168,13 +181,24 @@ class ArraySchedule(Schedule):
 
     def first_appearances(self, nodes: AbstractSet[int] | np.ndarray) -> dict[int, float]:
         """As :meth:`Schedule.first_appearances`, from the arrays (one compiled scan)."""
+        found, starts = self.first_appearance_arrays(nodes)
+        return dict(zip(found.tolist(), starts.tolist(), strict=True))
+
+    def first_appearance_arrays(
+        self, nodes: AbstractSet[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`Schedule.first_appearance_arrays`, with no dict in between."""
         if not len(nodes):
-            return {}
+            return NO_NODES, _NO_STARTS
         _, starts, flat, ptr = self._load()
         wanted = node_array(nodes)
         found, entry, read = _easy.first_appearances(flat, ptr, wanted)
         self._read = max(self._read, read)
-        return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
+        return found, starts[entry]
+
+
+_NO_STARTS = np.empty(0)
+_NO_STARTS.flags.writeable = False
 
 
 def node_array(nodes: AbstractSet[int] | np.ndarray) -> np.ndarray:

@@ -271,6 +271,15 @@ def test_the_compiled_snf_plan_is_the_numpy_plan_on_real_passes(monkeypatch):
             wanted = np.array(sorted(asked), dtype=np.int64)
             assert list(first.items()) == list(slow.first_appearances(asked).items())
             assert list(first.items()) == list(twin.first_appearances(wanted).items())
+            # The same as arrays, from a fresh compiled plan and from the numpy one.
+            for schedule, ask in (
+                (original_schedule(self, view, timeout_s), wanted),
+                (slow, asked),
+            ):
+                nodes, starts = schedule.first_appearance_arrays(ask)
+                assert list(zip(nodes.tolist(), starts.tolist(), strict=True)) == list(
+                    first.items()
+                )
         compared += 1
         return got
 

@@ -17,7 +17,7 @@ Semantics follow the authors' ``base_psas.timeout_policy`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -69,7 +69,7 @@ class IPM(PowerManager):
         # starts never decrease: read the plan until all of them appeared.
         # Sleeping nodes are woken in order of first appearance, at the
         # planned start minus their lead (with a zero lead: now, at once).
-        first_start = {}
+        first_start: Mapping[int, float] = {}
         if sleeping or expired:
             wanted: AbstractSet[int] | np.ndarray
             if view.compiled:
@@ -83,8 +83,13 @@ class IPM(PowerManager):
                     wanted = np.concatenate((wanted, expired))
             else:
                 wanted = sleeping.union(expired) if expired else sleeping
-            first_start = schedule.first_appearances(wanted)
-            plan_wakes(first_start, cluster.state, lead, now, decision)
+            if expired or view.explain or not view.compiled:
+                first_start = schedule.first_appearances(wanted)
+                plan_wakes(first_start, cluster.state, lead, now, decision)
+            else:  # (only the wakes read a compiled plan: no dict in between)
+                plan_wakes(
+                    schedule.first_appearance_arrays(wanted), cluster.state, lead, now, decision
+                )
 
         # Expired nodes are switched off in the order they became idle, so
         # that the duration draws happen in the authors' order.
@@ -196,7 +201,7 @@ class IPM(PowerManager):
 
 
 def plan_wakes(
-    first_start: Mapping[int, float],
+    first_start: Mapping[int, float] | tuple[np.ndarray, np.ndarray],
     state: np.ndarray,
     lead: np.ndarray,
     now: float,
@@ -205,15 +210,28 @@ def plan_wakes(
     """Wake the sleeping nodes of a plan in time and no sooner (IPM's wake rule).
 
     ``first_start`` maps nodes to their first planned start, in plan order
-    (:meth:`~hpcpower.policies.base.Schedule.first_appearances`); those
-    whose ``state`` is sleeping are woken at ``start - lead`` (the mean
+    (:meth:`~hpcpower.policies.base.Schedule.first_appearances`), or holds
+    the same as two arrays, nodes and starts
+    (:meth:`~hpcpower.policies.base.Schedule.first_appearance_arrays`).
+    Those whose ``state`` is sleeping are woken at ``start - lead`` (the mean
     switch-on time): due now (or past), the node is switched on in this pass,
     in plan order; later, a pass is asked for then, which plans again. Each
     later wake time is asked for once (many nodes of one planned job share it).
     """
-    if len(first_start) < _FEW:
+    if isinstance(first_start, tuple):
+        nodes, starts = first_start
+        pairs: Iterable[tuple[int, float]] | None = (
+            zip(nodes.tolist(), starts.tolist(), strict=True) if len(nodes) < _FEW else None
+        )
+    elif len(first_start) < _FEW:
+        pairs = first_start.items()
+    else:
+        pairs = None
+        nodes = np.fromiter(first_start.keys(), dtype=np.int64, count=len(first_start))
+        starts = np.fromiter(first_start.values(), dtype=float, count=len(first_start))
+    if pairs is not None:
         later: list[float] = []
-        for node, start in first_start.items():
+        for node, start in pairs:
             if state[node] == SLEEPING:
                 wake = start - lead[node]
                 if wake <= now + EPS:
@@ -221,8 +239,6 @@ def plan_wakes(
                 else:
                     later.append(wake)
     else:  # the same rule, on arrays
-        nodes = np.fromiter(first_start.keys(), dtype=np.int64, count=len(first_start))
-        starts = np.fromiter(first_start.values(), dtype=float, count=len(first_start))
         asleep = state[nodes] == SLEEPING
         nodes = nodes[asleep]
         wakes = starts[asleep] - lead[nodes]

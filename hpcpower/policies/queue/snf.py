@@ -154,17 +154,16 @@ class _ForwardSchedule(ArraySchedule):
                 made.append(Planned(self._rest[j], float(starts[j]), flat[ptr[j] : ptr[j + 1]]))
         return super()._entry(k)
 
-    def first_appearances(self, nodes: AbstractSet[int] | np.ndarray) -> dict[int, float]:
-        """As :meth:`Schedule.first_appearances`, planning only as far as needed."""
-        if self._arrays is not None:
-            return super().first_appearances(nodes)
-        if not len(nodes):
-            return {}
-        wanted = node_array(nodes)
-        starts, flat, ptr, found, entry = self._run(wanted, False)
+    def first_appearance_arrays(
+        self, nodes: AbstractSet[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`Schedule.first_appearance_arrays`, planning only as far as needed."""
+        if self._arrays is not None or not len(nodes):
+            return super().first_appearance_arrays(nodes)
+        starts, flat, ptr, found, entry = self._run(node_array(nodes), False)
         self._partial = (starts, flat, ptr)
         self._read = max(self._read, len(starts))
-        return dict(zip(found.tolist(), starts[entry].tolist(), strict=True))
+        return found, starts[entry]
 
 
 _NO_WANTED = np.empty(0, dtype=np.int64)
