@@ -126,7 +126,7 @@ class Cluster:
         self.switch_ons = 0
         self.switch_offs = 0
         #: One row per timed transition: (node, to_state, start_s, end_s).
-        self.transition_log = Rows("qbdd")
+        self.transition_log = Rows("ibdd")  # (node ids fit a C int)
         self._on_transition_end = on_transition_end
         #: Called as ``on_state(t, nodes, old, new)`` at every change of state
         #: (``Simulation.on("node_state", ...)`` sets it); ``None``: nobody listens.

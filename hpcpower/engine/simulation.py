@@ -280,7 +280,7 @@ class Simulation:
         self._first = True
         # (time_s, sleeping, switching_on, idle, computing, switching_off) rows,
         # nearly one per pass: typed columns, a few dozen bytes a row.
-        self._state_rows = CountRows(5)
+        self._state_rows = CountRows(5, largest=len(self.cluster.state))
         self._last_counts: list[int] = []
         self._last_row_s = math.nan
         self._progress: Callable[[int], None] | None = None

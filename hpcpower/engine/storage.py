@@ -283,19 +283,21 @@ class CountRows(_Table):
 
     The state rows of a run, nearly one per controller pass: the times in
     one :class:`array.array` of floats, the counts one after the other in
-    one of C ints (a row of six numbers in 28 bytes). The engine adds a
-    row as its time and its list of counts, without making a tuple. Reads
-    as :class:`Rows` do.
+    one of the smallest C integer type that holds ``largest`` (short for
+    fewer than 32,768 nodes: a row of six numbers in 18 bytes). The engine
+    adds a row as its time and its list of counts, without making a tuple.
+    Reads as :class:`Rows` do.
 
     Args:
         width: Counts per row.
+        largest: The largest count a row can hold (the number of nodes).
     """
 
     __slots__ = ("_times", "_counts", "_width", "_last")
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, largest: int = 2**31 - 1) -> None:
         self._times = array("d")
-        self._counts = array("i")
+        self._counts = array("h" if largest <= 2**15 - 1 else "i")
         self._width = width
         # The last row, kept as given until the next one comes: a run
         # replaces its last row often (several passes at one instant), and
@@ -334,7 +336,7 @@ class CountRows(_Table):
         self._settle()
         twin = CountRows(self._width)
         twin._times.extend(self._times)
-        twin._counts.extend(self._counts)
+        twin._counts = array(self._counts.typecode, self._counts)
         return twin
 
     def __len__(self) -> int:

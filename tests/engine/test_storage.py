@@ -87,6 +87,22 @@ def test_rows_read_back_as_tuples_of_python_numbers(batch, monkeypatch):
     assert np.asarray(Rows("dd")).shape == (0, 2) and Rows("dd") == []
 
 
+def test_count_rows_of_a_machine_under_32768_nodes_take_two_bytes_a_count():
+    rows = [(float(t), t % 7, 1152 - t % 7, 0, 0, 0) for t in range(1000)]
+    small, large = CountRows(5, largest=1152), CountRows(5, largest=50_000)
+    for table in (small, large):
+        for t, *counts in rows:
+            table.append(t, counts)
+        assert table == rows and table.copy() == rows
+        assert np.array_equal(np.asarray(table), np.array(rows))
+    assert small._counts.itemsize == 2 and small.copy()._counts.itemsize == 2
+    assert large._counts.itemsize == 4
+    large.append(1e6, [50_000, 0, 0, 0, 0])
+    with pytest.raises(OverflowError):  # (a count beyond the stated largest)
+        small.append(1e6, [40_000, 0, 0, 0, 0])
+        small.append(1e6 + 1, [0, 0, 0, 0, 0])
+
+
 def test_count_rows_read_back_as_tuples_of_python_numbers():
     rows = CountRows(5)
     rows.append(0.0, [1, 2, 3, 4, 5])
