@@ -252,13 +252,14 @@ class SnfIcon(Policy):
             self.requests.observe(job.res)
             self.service.observe_request(job.reqtime_s, self._mean_speed)
         speed = view.cluster.speed
+        unit = view.cluster.unit_speed
         for rec in sorted(view.completed, key=lambda r: (r.finish_s, r.job.id)):
             duration = rec.finish_s - rec.start_s
             if duration <= EPS or not math.isfinite(duration):
                 continue
             self.service.observe_service(duration)
             self.screen.services.add(rec.finish_s, duration)
-            slowest = float(_min(speed[rec.nodes]))
+            slowest = 1.0 if unit else float(_min(speed[rec.nodes]))
             # The authors take the request as (start + walltime) - start.
             span = (rec.start_s + rec.job.reqtime_s / slowest) - rec.start_s
             if span > EPS and math.isfinite(span):

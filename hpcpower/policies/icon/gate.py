@@ -17,14 +17,13 @@ Other idle nodes follow the idle timeout.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class GateState:
-    """The gate at one pass.
+class GateState(NamedTuple):
+    """The gate at one pass (a named tuple: one is made every pass).
 
     Attributes:
         enabled: False for the NG variants (no window).

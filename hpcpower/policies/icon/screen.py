@@ -30,6 +30,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass
 from operator import mul
+from typing import NamedTuple
 
 import numpy as np
 
@@ -114,9 +115,8 @@ class ScreenSettings:
     ks_param: float = 3.0
 
 
-@dataclass(frozen=True)
-class SeriesVerdict:
-    """The screen's verdict on one series.
+class SeriesVerdict(NamedTuple):
+    """The screen's verdict on one series (a named tuple: made at most passes).
 
     Attributes:
         name: ``"interarrival"`` or ``"service"``.
@@ -145,9 +145,8 @@ class SeriesVerdict:
     ks_limit: float = math.nan
 
 
-@dataclass(frozen=True)
-class ScreenResult:
-    """The verdict on both series and the combined one.
+class ScreenResult(NamedTuple):
+    """The verdict on both series and the combined one (a named tuple).
 
     Attributes:
         accepted: True when the pass may run in ICON mode.
