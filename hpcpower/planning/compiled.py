@@ -60,10 +60,13 @@ def load() -> None:
 
 
 def cached() -> bool:
-    """Whether the twins' machine code is on disk, so loading them compiles nothing.
+    """Whether the twins' machine code for these sources is on disk (the long compile is done).
 
     A best guess from numba's cache index files (``True`` where it cannot
-    tell), used only to tell the user about the pause before it.
+    tell), used only to tell the user about the pause before a run. Twins
+    compile when first called, so a twin that no run has needed yet (the
+    screen's for a user of FCFS only) compiles then, in a second or two;
+    that is no reason to announce the half-minute compile again.
     """
     if not AVAILABLE:
         return True
@@ -81,7 +84,7 @@ def cached() -> bool:
         fresh = stamp.read_text() == sources_digest()
     except OSError:
         fresh = False
-    return fresh and all(index.exists() for index in indexes)
+    return fresh and any(index.exists() for index in indexes)
 
 
 def sources_digest() -> str:
