@@ -297,8 +297,11 @@ def test_an_unknown_kernels_setting_is_one_clear_error(tiny_scenario, tmp_path, 
     assert not out.exists()
 
 
-def test_the_kernels_in_use_are_recorded(tiny_scenario, tmp_path, capsys):
+def test_the_kernels_in_use_are_recorded(tiny_scenario, tmp_path, capsys, monkeypatch):
     """A small run never loads the compiled twins; the choice is in summary.json."""
+    from hpcpower.planning import compiled
+
+    monkeypatch.setattr(compiled, "_loaded", False)  # (a fresh process: earlier tests load them)
     out = tmp_path / "o"
     code, _, err = cli(capsys, "run", tiny_scenario, "--out", out, "-q")
     assert code == 0, err

@@ -173,8 +173,9 @@ class Simulation:
             Both give the same results to the bit; the compiled twins need
             numba (``pip install "hpcpower[fast]"``) and pay off on long
             runs. ``"auto"`` uses them when numba is installed and the
-            numpy path is expected to take at least :data:`AUTO_KERNELS_S`
-            (:func:`choose_kernels`). The choice is in :meth:`config`.
+            numpy path is expected to take at least :data:`AUTO_KERNELS_S`,
+            or once the process has loaded them (:func:`choose_kernels`).
+            The choice is in :meth:`config`.
         decisions: How much of the policy's decision log to keep:
             ``"full"`` (a row per pass, the default), ``"changes"`` (only
             passes that started a job or switched a node) or ``"off"``. The
@@ -851,7 +852,9 @@ def choose_kernels(setting: str, policy: Policy, n_jobs: int, n_nodes: int) -> s
     ``policy.planning_cost_s`` per job, scaled by ``(n_nodes / 64) ** 0.6``
     (measured on the paper's 64- and 1152-node cases). Loading the twins
     costs about half a second, and compiling them the first time about
-    half a minute, which small runs should never wait for.
+    half a minute, which small runs should never wait for. Once this
+    process has loaded them (an earlier run used them), every run does:
+    they then cost nothing more to load, and the results are the same.
 
     Raises:
         InputError: An unknown setting, or ``"numba"`` without numba installed.
@@ -867,6 +870,10 @@ def choose_kernels(setting: str, policy: Policy, n_jobs: int, n_nodes: int) -> s
         return "numba"
     if setting == "numpy" or not _numba.AVAILABLE:
         return "numpy"
+    from hpcpower.planning import compiled
+
+    if compiled.loaded():
+        return "numba"
     cost_s = getattr(policy, "planning_cost_s", 0.0)  # (a policy need not subclass Policy)
     expected_s = cost_s * n_jobs * (n_nodes / 64) ** 0.6
     return "numba" if expected_s >= AUTO_KERNELS_S else "numpy"

@@ -13,6 +13,14 @@ from hpcpower.planning import _numba
 needs_numba = pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process(monkeypatch):
+    """As in a process that has not loaded the twins yet (earlier tests may have)."""
+    from hpcpower.planning import compiled
+
+    monkeypatch.setattr(compiled, "_loaded", False)
+
+
 @pytest.mark.parametrize(
     "policy,jobs,nodes,expected",
     [
@@ -29,6 +37,19 @@ needs_numba = pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not inst
 @needs_numba
 def test_auto_uses_the_twins_only_when_the_numpy_path_is_long(policy, jobs, nodes, expected):
     assert choose_kernels("auto", make_policy(policy), jobs, nodes) == expected
+
+
+@needs_numba
+def test_auto_uses_the_twins_for_every_run_once_the_process_has_loaded_them(monkeypatch):
+    """Loading is what small runs avoid; once paid (a sweep's worker, a notebook), all gain."""
+    from hpcpower.planning import compiled
+
+    assert choose_kernels("auto", make_policy("snf-ipm"), 300, 64) == "numpy"
+    monkeypatch.setattr(compiled, "_loaded", True)
+    assert choose_kernels("auto", make_policy("snf-ipm"), 300, 64) == "numba"
+    assert choose_kernels("numpy", make_policy("snf-ipm"), 300, 64) == "numpy"
+    monkeypatch.setattr(_numba, "AVAILABLE", False)
+    assert choose_kernels("auto", make_policy("snf-ipm"), 300, 64) == "numpy"
 
 
 def test_auto_never_uses_the_twins_for_runs_it_expects_under_the_threshold():
