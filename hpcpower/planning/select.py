@@ -45,16 +45,39 @@ def cheapest_order(r: int, cost: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 @kernel
 def _argsort2(primary, secondary):
-    """Stable order of positions by ``(primary, secondary)``."""
+    """Stable order of positions by ``(primary, secondary)``.
+
+    A natural merge sort: the ascending runs already in the input are found
+    first and merged pairwise, so an input made of a few sorted runs (the
+    idle nodes, then the sleeping ones in id order, ...) takes a few passes.
+    """
     m = len(primary)
     idx = np.arange(m)
     tmp = np.empty(m, dtype=np.int64)
-    width = 1
-    while width < m:
-        lo = 0
-        while lo < m:
-            mid = min(lo + width, m)
-            hi = min(lo + 2 * width, m)
+    # Run boundaries: run q is [bounds[q], bounds[q + 1]).
+    bounds = np.empty(m + 1, dtype=np.int64)
+    n_runs = 0
+    bounds[0] = 0
+    for i in range(1, m):
+        if primary[i] < primary[i - 1] or (
+            primary[i] == primary[i - 1] and secondary[i] < secondary[i - 1]
+        ):
+            n_runs += 1
+            bounds[n_runs] = i
+    n_runs += 1
+    bounds[n_runs] = m
+    while n_runs > 1:
+        merged = 0
+        for q in range(0, n_runs, 2):
+            lo = bounds[q]
+            if q + 1 == n_runs:  # an odd run out: copied as it is
+                for k in range(lo, m):
+                    tmp[k] = idx[k]
+                bounds[merged] = lo
+                merged += 1
+                break
+            mid = bounds[q + 1]
+            hi = bounds[q + 2]
             i = lo
             j = mid
             k = lo
@@ -78,9 +101,11 @@ def _argsort2(primary, secondary):
                 tmp[k] = idx[j]
                 j += 1
                 k += 1
-            lo = hi
+            bounds[merged] = lo
+            merged += 1
+        bounds[merged] = m
+        n_runs = merged
         idx, tmp = tmp, idx
-        width *= 2
     return idx
 
 

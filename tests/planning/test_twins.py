@@ -50,6 +50,21 @@ def test_merge_sort_is_numpys_stable_lexsort(primary, secondary):
 
 
 @needs_twins
+def test_merge_sort_of_sorted_runs_is_numpys_stable_lexsort():
+    """Inputs made of a few sorted runs (as a job's candidate nodes are), ties included."""
+    rng = np.random.default_rng(3)
+    for size in [0, 1, 2, 3, 64, 65, 500, 1152, 2000] * 10:
+        runs = rng.integers(1, 6)
+        cut = np.sort(rng.integers(0, size + 1, runs - 1)) if size else []
+        parts = np.split(rng.integers(0, 20, size).astype(float), cut)
+        a = np.concatenate([np.sort(part) for part in parts]) if size else np.empty(0)
+        b = rng.integers(0, 4, size).astype(float)  # pairs equal in both keys stay in order
+        if rng.random() < 0.5:
+            a = a[::-1].copy()
+        assert select._argsort2(a, b).tolist() == np.lexsort((b, a)).tolist()
+
+
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(
