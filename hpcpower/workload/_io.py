@@ -15,6 +15,7 @@ import os
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from hpcpower.errors import InputError
 from hpcpower.workload.job import Job
@@ -142,7 +143,19 @@ def make_jobs(
     n = len(names)
     ids = list(range(n))
     profiles: Iterable[str] = itertools.repeat("", n) if profile is None else profile
-    cols = (ids, names, submit_s, res, reqtime_s, runtime_s, user_id, profiles)
+    # Walltimes, runtimes and users repeat (527, 22,670 and 468 distinct
+    # values among SDSC Blue's 232,562 jobs): equal values share one object.
+    reqtime_s, runtime_s, user_id = _shared(reqtime_s), _shared(runtime_s), _shared(user_id)
+    cols: tuple[Iterable[Any], ...] = (
+        ids,
+        names,
+        submit_s,
+        res,
+        reqtime_s,
+        runtime_s,
+        user_id,
+        profiles,
+    )
     if not _FAST:
         return list(map(Job, *cols))
     jobs: list[Job] = list(map(object.__new__, itertools.repeat(Job, n)))
@@ -153,3 +166,15 @@ def make_jobs(
 
 
 _FAST = _can_fill_slots()
+
+
+def _shared(values: Sequence[Any]) -> list[Any]:
+    """``values`` with equal ones of one type as one object (fewer objects, the same values).
+
+    Keyed by type too, so that ``5`` and ``5.0`` stay apart; zeros are left
+    as they are, so that ``-0.0`` never becomes ``0.0``; NaNs are never
+    equal, so never merged.
+    """
+    first: dict[tuple[type, Any], Any] = {}
+    keep = first.setdefault
+    return [keep((v.__class__, v), v) if v else v for v in values]

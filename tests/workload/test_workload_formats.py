@@ -264,6 +264,23 @@ def test_make_jobs_fast_path_equals_constructor():
         fast[0].res = 9
 
 
+def test_jobs_share_repeated_walltimes_runtimes_and_users_but_keep_every_value():
+    """Equal values of one type become one object; 5 and 5.0, 0.0 and -0.0, NaNs stay apart."""
+    nan = float("nan")
+    # (Parsed, as a reader's values are: equal values, distinct objects.)
+    req = [float("3600"), float("3600"), 0.0, -0.0, 5.0, nan]
+    run = [5, 5.0, float("7.5"), float("7.5"), -0.0, 0.0]
+    users = [int("1000"), int("1000"), True, 1, 0, False]
+    assert req[0] is not req[1] and users[0] is not users[1]
+    jobs = make_jobs([str(k) for k in range(6)], [0.0] * 6, [1] * 6, req, run, users)
+    for field, given in (("reqtime_s", req), ("runtime_s", run), ("user_id", users)):
+        got = [getattr(job, field) for job in jobs]
+        assert [type(v) for v in got] == [type(v) for v in given]
+        assert [repr(v) for v in got] == [repr(v) for v in given]  # -0.0, nan, 5 vs 5.0
+    assert jobs[0].reqtime_s is jobs[1].reqtime_s and jobs[2].runtime_s is jobs[3].runtime_s
+    assert jobs[0].user_id is jobs[1].user_id
+
+
 def test_batsim_jobs_past_their_walltime_bring_a_note_on_batsim_s_kill(tmp_path):
     jobs = [{"id": 1, "subtime": 0, "res": 1, "walltime": 50, "profile": "d100"}]
     w = read_batsim_json(dump(tmp_path, batsim_doc(jobs)))
