@@ -299,6 +299,46 @@ def test_the_compiled_snf_plan_is_the_numpy_plan_on_real_passes(monkeypatch):
     assert compared > 300 and selects > 1000
 
 
+@pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
+def test_a_decisions_plan_reads_back_what_ipm_planned_and_plans_no_more(monkeypatch):
+    """The entries IPM had planned are read back as they were, without planning the rest."""
+    from hpcpower import load_platform, load_workload
+    from hpcpower.planning import forward
+
+    calls = 0
+    original = forward.forward_plan
+
+    def counting(*args):
+        nonlocal calls
+        calls += 1
+        return original(*args)
+
+    monkeypatch.setattr(forward, "forward_plan", counting)
+    workload = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+    workload.jobs = workload.jobs[:200]
+    sim = Simulation(
+        load_platform("aoba-1152"), workload, make_policy("snf-ipm"), seed=42, kernels="numba"
+    )
+    seen = []
+
+    def keep(now, decision):
+        if len(decision.plan):
+            made = calls
+            entries = [(p.job.id, p.start_s, p.nodes.tolist()) for p in decision.plan]
+            assert calls == made  # (what IPM read was planned: nothing more is)
+            seen.append((decision, entries))
+
+    sim.on("decision", keep)
+    sim.run()
+    planned = [(d, entries) for d, entries in seen if entries]
+    assert len(planned) > 20
+    before = calls
+    for decision, entries in planned:
+        again = [(p.job.id, p.start_s, p.nodes.tolist()) for p in decision.plan]
+        assert again == entries
+    assert calls == before  # (no whole plan made from the cluster as it is now)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     n=st.integers(17, 24),

@@ -121,20 +121,26 @@ class _ForwardSchedule(ArraySchedule):
         super().__init__(started)
         self._rest = rest
         self._k = len(started)
-        cluster = view.cluster
-        self._args = (
-            view.now,
-            cluster.node_arrays,
-            policy.overrun_release == "never",
-            timeout_arg(timeout_s),
-            np.asarray(idle, dtype=np.int64),
-            easy.started_columns([(p.nodes, p.job.reqtime_s) for p in started]),
-        )
+        # The planner's arguments are made when it first runs: a pass
+        # without sleeping or expired nodes never asks for the plan. (The
+        # view is the engine's, changed at every pass: what it shows now is kept.)
+        self._given = (policy, view.now, view.cluster, timeout_s, idle)
+        self._args: tuple | None = None
         self._columns = view.queue.snf_columns
         # The plan up to the last first appearance asked for: (starts, flat, ptr).
         self._partial: tuple | None = None
 
     def _run(self, wanted: np.ndarray, whole: bool) -> tuple:
+        if self._args is None:
+            policy, now, cluster, timeout_s, idle = self._given
+            self._args = (
+                now,
+                cluster.node_arrays,
+                policy.overrun_release == "never",
+                timeout_arg(timeout_s),
+                np.asarray(idle, dtype=np.int64),
+                easy.started_columns([(p.nodes, p.job.reqtime_s) for p in self.start]),
+            )
         res, req = self._columns()
         k = self._k
         return forward.forward_plan(*self._args, (res[k:], req[k:]), wanted, whole)
@@ -152,6 +158,8 @@ class _ForwardSchedule(ArraySchedule):
             while len(made) <= k < len(starts):
                 j = len(made)
                 made.append(Planned(self._rest[j], float(starts[j]), flat[ptr[j] : ptr[j + 1]]))
+            if k < len(made):  # (read already: no need to plan the rest)
+                return made[k]
         return super()._entry(k)
 
     def first_appearance_arrays(
