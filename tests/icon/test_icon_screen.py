@@ -100,6 +100,11 @@ def test_window_keeps_the_last_span_and_at_most_n_max():
     assert w.values() == [90.0]
 
 
+def test_a_window_of_no_samples_is_refused():
+    with pytest.raises(ValueError, match="at least 1 sample, got 0"):
+        SampleWindow(100.0, 0)
+
+
 def test_window_matches_a_plain_deque_through_many_adds_and_prunes():
     """The buffer is moved to its front when full: the window never shows it."""
     from collections import deque

@@ -48,13 +48,15 @@ class SampleWindow:
     """
 
     def __init__(self, span_s: float, max_samples: int) -> None:
+        if not max_samples >= 1:
+            raise ValueError(f"a sample window keeps at least 1 sample, got {max_samples!r}")
         self.span_s = float(span_s)
         self.max_samples = int(max_samples)
         self._stamps: deque[float] = deque()
         # The values live in [_head, _tail) of a buffer twice the window's
         # size, moved to the front when full: the window is then a view,
         # with no copy per screening.
-        self._buffer = np.empty(2 * max(1, self.max_samples))
+        self._buffer = np.empty(2 * self.max_samples)
         self._head = 0
         self._tail = 0
         #: Bumped whenever the content changes, so verdicts can be cached.
