@@ -31,8 +31,11 @@ RANK_SWITCHING_ON = int(RANK[SWITCHING_ON])
 RANK_COMPUTING = int(RANK[COMPUTING])
 RANK_SWITCHING_OFF = int(RANK[SWITCHING_OFF])
 
+#: No node ids, and no times: shared read-only empty arrays.
 NO_NODES = np.zeros(0, dtype=np.int64)
 NO_NODES.flags.writeable = False
+NO_TIMES = np.zeros(0)
+NO_TIMES.flags.writeable = False
 
 
 def timeout_arg(timeout_s: float | None) -> float:

@@ -668,17 +668,29 @@ def first_appearances(nodes, ptr, wanted):
     if remaining < len(wanted):
         remaining = -1  # some wanted node is not in the plan at all: read it all
     for k in range(n_entries):
-        for q in range(ptr[k], ptr[k + 1]):
-            node = nodes[q]
-            if missing[node]:
-                missing[node] = False
-                found[count] = node
-                entry[count] = k
-                count += 1
-                remaining -= 1
+        before = count
+        count = _mark_first(nodes, ptr[k], ptr[k + 1], k, missing, found, entry, count)
+        remaining -= count - before
         if remaining == 0:
             return found[:count], entry[:count], k + 1
     return found[:count], entry[:count], n_entries
+
+
+@kernel
+def _mark_first(nodes, lo, hi, k, missing, found, entry, count):
+    """Record the still ``missing`` nodes of ``nodes[lo:hi]`` (plan entry ``k``) as found.
+
+    Each is unmarked and appended to ``found`` (and ``k`` to ``entry``) from
+    position ``count``, in the entry's node order; returns the new count.
+    """
+    for q in range(lo, hi):
+        node = nodes[q]
+        if missing[node]:
+            missing[node] = False
+            found[count] = node
+            entry[count] = k
+            count += 1
+    return count
 
 
 @kernel

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcpower.planning._numba import kernel
+from hpcpower.planning.easy import _mark_first
 from hpcpower.planning.release import release_map
 from hpcpower.planning.select import _select_in
 
@@ -92,12 +93,9 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
             node = picked[q]
             flat[at + q] = node
             release[node] = until
-            if missing[node]:
-                missing[node] = False
-                found[n_found] = node
-                entry[n_found] = j
-                n_found += 1
-                remaining -= 1
+        before = n_found
+        n_found = _mark_first(flat, at, at + r, j, missing, found, entry, n_found)
+        remaining -= n_found - before
         starts[j] = start
         ptr[j + 1] = at + r
         barrier = start

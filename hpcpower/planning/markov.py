@@ -122,20 +122,10 @@ def small_stats(values, two, neumaier, largest):
         work[i] = math.pow(dr[i], two)
     den = math.sqrt(left * _sum(work, m, neumaier))
     rho = num / den if den > EPS else 1.0
-    ks = 0.0
-    below = 0.0
     ordered = np.sort(v)
-    for i in range(n):
-        cdf = 1.0 - math.exp(-ordered[i] / mean)
-        above = (i + 1) / n
-        gap = abs(below - cdf)
-        if gap > ks:
-            ks = gap
-        gap = abs(above - cdf)
-        if gap > ks:
-            ks = gap
-        below = above
-    return n, mean, cv, rho, ks
+    for i in range(n):  # (the C library's exp, as Python's math.exp)
+        work[i] = math.exp(-ordered[i] / mean)
+    return n, mean, cv, rho, ks_distance(work)
 
 
 @kernel
@@ -191,7 +181,12 @@ def large_stats(values, scaled):
 
 @kernel
 def ks_distance(exp_scaled):
-    """KS distance to the exponential from ``exp(-x / mean)`` of the sorted samples."""
+    """KS distance to the exponential from ``exp(-x / mean)`` of the sorted samples.
+
+    The largest gap between the exponential cdf at the i-th smallest sample
+    and the empirical steps ``i / n`` and ``(i + 1) / n``. Both forms of the
+    screen end here; they differ in whose ``exp`` made the argument.
+    """
     n = len(exp_scaled)
     ks = 0.0
     for i in range(n):

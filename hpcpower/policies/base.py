@@ -20,7 +20,7 @@ import numpy as np
 from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
 from hpcpower.errors import InputError
 from hpcpower.planning import easy as _easy
-from hpcpower.planning.common import NO_NODES
+from hpcpower.planning.common import NO_NODES, NO_TIMES
 
 if TYPE_CHECKING:
     from hpcpower.engine.cluster import ClusterView
@@ -189,16 +189,12 @@ class ArraySchedule(Schedule):
     ) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`Schedule.first_appearance_arrays`, with no dict in between."""
         if not len(nodes):
-            return NO_NODES, _NO_STARTS
+            return NO_NODES, NO_TIMES
         _, starts, flat, ptr = self._load()
         wanted = node_array(nodes)
         found, entry, read = _easy.first_appearances(flat, ptr, wanted)
         self._read = max(self._read, read)
         return found, starts[entry]
-
-
-_NO_STARTS = np.empty(0)
-_NO_STARTS.flags.writeable = False
 
 
 def node_array(nodes: AbstractSet[int] | np.ndarray) -> np.ndarray:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
+from hpcpower.planning.common import NO_NODES, NO_TIMES
 from hpcpower.policies.base import Combined
 from hpcpower.policies.icon.config import IconConfig
 from hpcpower.policies.icon.estimators import ArrivalEstimator, ResourcePmf, ServiceEstimator
@@ -533,13 +534,6 @@ def _trigger_text(triggers: frozenset[str]) -> str:
     return text
 
 
-# Shared (read-only) results of _transitions when no node is in the transition.
-_NO_NODES = np.zeros(0, dtype=np.intp)
-_NO_NODES.flags.writeable = False
-_NO_TIMES = np.zeros(0)
-_NO_TIMES.flags.writeable = False
-
-
 def _transitions(
     members: set[int], since: np.ndarray, mean_s: np.ndarray, now: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -548,8 +542,8 @@ def _transitions(
     The planned end is the start plus the mean duration, or a full mean from
     now once that is overdue (as the authors' release map).
     """
-    if not members:
-        return _NO_NODES, _NO_TIMES
+    if not members:  # (shared read-only empty arrays)
+        return NO_NODES, NO_TIMES
     ids = np.array(sorted(members), dtype=np.intp)
     end = since[ids] + mean_s[ids]
     end = np.where(end > now, end, now + mean_s[ids])
