@@ -30,6 +30,7 @@ How much is kept is the simulation's ``decisions`` setting (:data:`LEVELS`).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
@@ -179,15 +180,32 @@ def _text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _decode_text(part: _Part, n: int, strings: list[str]) -> list[str]:
-    """The block's ``n`` values of one key as text (see :meth:`DecisionLog.iter_text`)."""
+def _csv_field(text: str) -> str:
+    """``text`` as a csv field: quoted (quotes doubled) if it holds a comma, quote or newline."""
+    if "," in text or '"' in text or "\n" in text or "\r" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _decode_text(part: _Part, n: int, strings: list[str], quote: bool = False) -> list[str]:
+    """The block's ``n`` values of one key as text (see :meth:`DecisionLog.iter_text`).
+
+    ``quote``: as fields of a CSV line (see :meth:`DecisionLog.csv_lines`).
+    """
     values = part.values
     if part.kind is str:
         texts = [strings[code] for code in values.tolist()]
-    elif part.kind is object or part.kind is float:
-        texts = list(map(_text, values if part.kind is object else values.tolist()))
+    elif part.kind is float:
+        texts = list(map(float.__repr__, values.tolist()))
+        if np.isnan(values).any():
+            texts = ["" if text == "nan" else text for text in texts]
+    elif part.kind is object:
+        texts = list(map(_text, values))
     else:
         texts = list(map(str, values.tolist()))
+    if quote and (part.kind is str or part.kind is object):
+        # (Each run's value once, before the runs are expanded.)
+        texts = list(map(_csv_field, texts))
     if part.starts is not None:
         ends = np.append(part.starts[1:], _present(part, n)).astype(np.int64)
         lengths = (ends - part.starts).tolist()
@@ -370,18 +388,36 @@ class DecisionLog(Sequence[dict[str, Any]]):
         """
         return self._iter_rows(keys, _decode_text, "")
 
+    def csv_lines(self, keys: Sequence[str]) -> Iterator[str]:
+        """The rows of ``keys`` as the lines ``csv.writer`` writes, a block of lines at a time.
+
+        The same text as writing :meth:`iter_text` with ``csv.writer`` (its
+        default dialect: minimal quoting, CR LF line ends), for two keys
+        or more; each run of equal values is quoted once, and a row is one join.
+        """
+        if len(keys) < 2:
+            # (csv quotes a lone empty field, and writes no separator.)
+            raise ValueError("csv_lines needs two keys or more; write iter_text with csv")
+        quoted = functools.partial(_decode_text, quote=True)
+        for columns in self._iter_columns(keys, quoted, ""):
+            yield "\r\n".join(map(",".join, zip(*columns, strict=True))) + "\r\n"
+
     def _iter_rows(self, keys: Sequence[str], column, missing: Any) -> Iterator[tuple[Any, ...]]:
         """Rows of ``keys`` from ``column(part, n, strings)`` per key, a block at a time."""
+        for columns in self._iter_columns(keys, column, missing):
+            yield from zip(*columns, strict=True)
+
+    def _iter_columns(self, keys: Sequence[str], column, missing: Any) -> Iterator[list]:
+        """Per block, the values of each of ``keys`` (``column(part, n, strings)``)."""
         self._flush()
         for block in self._blocks:
             n = block.n
-            columns = [
+            yield [
                 itertools.repeat(missing, n)
                 if (part := block.parts.get(key)) is None
                 else column(part, n, self._keys[key][1])
                 for key in keys
             ]
-            yield from zip(*columns, strict=True)
 
     def column(self, key: str) -> list[Any]:
         """One key's values for every row (``None`` where a row lacks it)."""

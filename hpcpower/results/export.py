@@ -443,9 +443,14 @@ def write_decisions_csv(results: Results, path: str | Path) -> None:
     """
     rows = results.decisions
     # NaN (the one value unequal to itself) and None are empty fields.
+    if isinstance(rows, DecisionLog) and len(rows.keys()) > 1:
+        # Its keys in order of first appearance; each run of equal values
+        # formatted once, and whole lines joined, a block at a time.
+        with open(path, "w", newline="") as fh:
+            csv.writer(fh).writerow(rows.keys())
+            fh.writelines(rows.csv_lines(rows.keys()))
+        return
     if isinstance(rows, DecisionLog):
-        # (Its keys in order of first appearance; each run of equal values
-        # formatted once, a block at a time.)
         columns = rows.keys()
         values: Iterable[Sequence[Any]] = rows.iter_text(columns)
     else:

@@ -166,7 +166,7 @@ def test_text_rows_are_what_csv_writes_for_the_values():
             "n": k // 700,
             "ok": k % 5 == 0,
             "why": "cv,lag1" if k % 3 else "accepted",
-            "mixed": [1, 2.5, "a", None, True][k % 5],
+            "mixed": [1, 2.5, 'say "a"', None, True, "two\nlines", "cr\r", math.nan][k % 8],
         }
         if k % 7 == 0:
             del note["n"]
@@ -184,3 +184,8 @@ def test_text_rows_are_what_csv_writes_for_the_values():
         ["" if (v := note.get(key)) is None or v != v else v for key in keys] for note in notes
     ]
     assert written(log.iter_text(keys)) == written(plain)
+    # Whole lines, quoted as csv quotes them.
+    assert "".join(log.csv_lines(keys)) == written(plain)
+    assert "".join(log.csv_lines(["t", "absent"])) == written([[r[0], ""] for r in plain])
+    with pytest.raises(ValueError, match="two keys"):
+        next(log.csv_lines(["t"]))
