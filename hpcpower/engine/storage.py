@@ -23,6 +23,8 @@ _FIRST_SIZE = 1024
 #: typed columns at once (a bounded number of objects wait meanwhile).
 _BATCH = 1024
 _INTP = np.dtype(np.intp)
+#: Jobs whose sealed gangs :meth:`Gangs.job_order` gathers at once.
+_GATHER_JOBS = 8192
 
 
 def _smallest_uint(n_values: int) -> np.dtype:
@@ -150,6 +152,41 @@ class Gangs(Sequence["np.ndarray | None"]):
     def __iter__(self) -> Iterator[np.ndarray | None]:
         for job in range(len(self)):
             yield self._get(job)
+
+    def job_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every gang at once: each job's node count (0 before it starts), and the ids, flat.
+
+        Job ``i``'s ids are ``flat[offsets[i]:offsets[i] + counts[i]]`` with
+        ``offsets`` the counts' running sum before ``i``, the same as
+        ``gangs[i]``; ``flat`` is int32 (int64 beyond that). No array is
+        made per job, so this is the way to read a whole trace's gangs.
+        """
+        n = len(self._start)
+        counts = self._count.astype(np.int64)
+        sealed = self._start >= 0
+        # Gangs outside the flat buffer: running jobs, ended ones not yet
+        # moved, and those kept whole (as _get reads them: running first).
+        outside = {**self._kept, **self._live}
+        others = {job: gang for job, gang in outside.items() if not sealed[job]}
+        for job, gang in others.items():
+            counts[job] = len(gang)
+        ends = np.cumsum(counts)
+        total = int(ends[-1]) if n else 0
+        flat = np.empty(total, dtype=np.int32 if self._flat.dtype.itemsize < 4 else np.int64)
+        # Sealed gangs are in the buffer in the order they ended: gathered in
+        # blocks of jobs, so that the index arrays stay small.
+        for low in range(0, n, _GATHER_JOBS):
+            jobs = np.flatnonzero(sealed[low : low + _GATHER_JOBS]) + low
+            sizes = counts[jobs]
+            size = int(sizes.sum())
+            if not size:
+                continue
+            within = np.arange(size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            source = np.repeat(self._start[jobs], sizes) + within
+            flat[np.repeat(ends[jobs] - sizes, sizes) + within] = self._flat[source]
+        for job, gang in others.items():
+            flat[ends[job] - len(gang) : ends[job]] = gang
+        return counts, flat
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or len(other) != len(self):

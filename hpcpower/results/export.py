@@ -11,6 +11,7 @@ the run's summary in its metadata under ``hpcpower.summary``.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -80,6 +81,82 @@ def _num(x: float) -> str:
     return repr(float(x)) if not float(x).is_integer() else str(int(x))
 
 
+def _num_texts(values: np.ndarray) -> list[str]:
+    """:func:`_num` of each value of a float array (whole numbers as ints, NaN empty)."""
+    values = np.asarray(values, dtype=float)
+    whole = np.isfinite(values) & (values == np.trunc(values)) & (np.abs(values) < 2.0**63)
+    texts = np.empty(len(values), dtype=object)
+    texts[whole] = list(map(str, values[whole].astype(np.int64).tolist()))
+    rest = ~whole
+    if rest.any():
+        texts[rest] = list(map(_num, values[rest].tolist()))
+    return texts.tolist()
+
+
+#: Node ids :func:`_interval_sets` handles at once (bounded temporary arrays).
+_IDS_AT_ONCE = 1 << 20
+
+
+def _interval_sets(sizes: np.ndarray, nodes: np.ndarray, *, ordered: bool = False) -> list[str]:
+    """:func:`interval_set` of each group of ``nodes``; group ``i`` holds the next ``sizes[i]``.
+
+    ``ordered``: the ids of each group are already increasing. No array is
+    made per group, so this is the way to write a whole trace's allocations.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ends = np.cumsum(sizes)
+    out: list[str] = []
+    low = 0
+    while low < len(sizes):
+        # The groups up to about _IDS_AT_ONCE ids (at least one group).
+        first = int(ends[low] - sizes[low])
+        high = max(low + 1, int(np.searchsorted(ends, first + _IDS_AT_ONCE, side="right")))
+        count = sizes[low:high]
+        ids = np.asarray(nodes[first : int(ends[high - 1])], dtype=np.int64)
+        group = np.repeat(np.arange(high - low, dtype=np.int64), count)
+        if not ordered and len(ids):
+            # One sort of (group, id) keys: ids in increasing order within each group.
+            width = int(ids.max()) + 1
+            ids = np.sort(group * width + ids) - group * width
+        # A run of consecutive ids begins a group or follows a gap.
+        head = np.ones(len(ids), dtype=bool)
+        head[1:] = (ids[1:] != ids[:-1] + 1) | (group[1:] != group[:-1])
+        heads = np.flatnonzero(head)
+        lasts = np.empty_like(heads)
+        lasts[:-1] = heads[1:] - 1
+        lasts[-1:] = len(ids) - 1
+        runs = [
+            f"{a}-{b}" if b > a else str(a)
+            for a, b in zip(ids[heads].tolist(), ids[lasts].tolist(), strict=True)
+        ]
+        per_group = np.bincount(group[heads], minlength=high - low)
+        stop = np.cumsum(per_group).tolist()
+        out.extend(
+            " ".join(runs[end - k : end]) for k, end in zip(per_group.tolist(), stop, strict=True)
+        )
+        low = high
+    return out
+
+
+def _gang_sums(values: np.ndarray, sizes: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """``values[gang].sum()`` of each gang (``sizes`` and flat ``nodes``), bit for bit.
+
+    When every node has the same value, a gang's sum depends only on its
+    size: numpy's sum of that many copies, made once per size. Otherwise
+    each gang is summed alone, as before.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if len(values) and np.all(values == values[0]):
+        distinct = np.unique(sizes)
+        by_size = np.array([np.full(int(k), values[0]).sum() for k in distinct.tolist()])
+        return by_size[np.searchsorted(distinct, sizes)]
+    ends = np.cumsum(sizes).tolist()
+    return np.array(
+        [values[nodes[end - k : end]].sum() for k, end in zip(sizes.tolist(), ends, strict=True)],
+        dtype=float,
+    )
+
+
 def _power_model(results: Results) -> np.ndarray:
     """Watts per (node, state) of ``results``; an error for results built without them."""
     if results.power_w is None:
@@ -89,46 +166,43 @@ def _power_model(results: Results) -> np.ndarray:
 
 def write_jobs_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``jobs.csv`` (one row per submitted job)."""
-    t = results.job_table()
+    t = results._job_metrics()
+    sizes, nodes = results.allocation_arrays()
+    run = t["finish_s"] - t["start_s"]
+    completed = t["state"] == "completed"
+    # A job's energy: its nodes' computing power times its run (completed jobs only).
     node_power = _power_model(results)[:, COMPUTING]
+    energy = np.full(len(run), math.nan)
+    done = completed & (sizes > 0)
+    energy[done] = _gang_sums(node_power, sizes[done], nodes[np.repeat(done, sizes)]) * run[done]
+    killed = t["killed"].astype(bool)
+    final = [_FINAL_STATES[state] for state in t["state"].tolist()]
+    for k in np.flatnonzero(killed).tolist():
+        final[k] = "COMPLETED_WALLTIME_REACHED"
+    n = len(run)
+    columns = (
+        t["name"].tolist(),
+        itertools.repeat("w0", n),
+        t["profile"].tolist(),
+        _num_texts(t["submit_s"]),
+        np.asarray(t["res"]).astype(np.int64).tolist(),
+        _num_texts(t["reqtime_s"]),
+        (completed & ~killed).astype(np.int8).tolist(),
+        final,
+        _num_texts(t["start_s"]),
+        _num_texts(run),
+        _num_texts(t["finish_s"]),
+        _num_texts(t["wait_s"]),
+        _num_texts(t["turnaround_s"]),
+        _num_texts(t["slowdown"]),
+        _interval_sets(sizes, nodes),
+        _num_texts(energy),
+        itertools.repeat("", n),
+    )
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(JOBS_COLUMNS)
-        for i in range(len(t["job_id"])):
-            state = t["state"][i]
-            alloc = results.allocations[i]
-            run = t["finish_s"][i] - t["start_s"][i]
-            energy = (
-                float(node_power[alloc].sum() * run)
-                if alloc is not None and state == "completed"
-                else math.nan
-            )
-            killed = bool(t["killed"][i])
-            if killed:
-                final = "COMPLETED_WALLTIME_REACHED"
-            else:
-                final = _FINAL_STATES[state]
-            writer.writerow(
-                (
-                    t["name"][i],
-                    "w0",
-                    t["profile"][i],
-                    _num(t["submit_s"][i]),
-                    int(t["res"][i]),
-                    _num(t["reqtime_s"][i]),
-                    1 if state == "completed" and not killed else 0,
-                    final,
-                    _num(t["start_s"][i]),
-                    _num(run),
-                    _num(t["finish_s"][i]),
-                    _num(t["wait_s"][i]),
-                    _num(t["turnaround_s"][i]),
-                    _num(t["slowdown"][i]),
-                    interval_set(alloc),
-                    _num(energy),
-                    "",
-                )
-            )
+        writer.writerows(zip(*columns, strict=True))
 
 
 #: Batsim's final state of a job in each of hpcpower's job states.
@@ -272,12 +346,32 @@ def write_pstate_changes_csv(
     ``changes``: :func:`pstate_change_arrays` of ``results``, if already made.
     """
     times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
-    bounds = ptr.tolist()
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(("time", "machine_id", "new_pstate"))
-        for k, (time_s, state) in enumerate(zip(times.tolist(), states.tolist(), strict=True)):
-            writer.writerow((_num(time_s), interval_set(nodes[bounds[k] : bounds[k + 1]]), state))
+        sets = _interval_sets(np.diff(ptr), nodes, ordered=True)
+        writer.writerows(zip(_num_texts(times), sets, states.tolist(), strict=True))
+
+
+class EnergyEvents(NamedTuple):
+    """:func:`energy_events` as arrays, one entry per row."""
+
+    time_s: np.ndarray
+    joules: np.ndarray
+    kind: np.ndarray  # "e", "p", "s" or "f"
+    watts: np.ndarray
+
+    def rows(self) -> list[tuple[float, float, str, float]]:
+        """The rows as tuples of Python values."""
+        return list(
+            zip(
+                self.time_s.tolist(),
+                self.joules.tolist(),
+                self.kind.tolist(),
+                self.watts.tolist(),
+                strict=True,
+            )
+        )
 
 
 def energy_events(
@@ -292,7 +386,15 @@ def energy_events(
     joules are the platform's energy integrated exactly from time 0; the
     watts are the platform's power from that instant on. ``changes``:
     :func:`pstate_change_arrays` of ``results``, if already made.
+    (:func:`energy_event_arrays` gives the same as arrays.)
     """
+    return energy_event_arrays(results, changes).rows()
+
+
+def energy_event_arrays(
+    results: Results, changes: tuple[np.ndarray, ...] | None = None
+) -> EnergyEvents:
+    """:func:`energy_events` as arrays."""
     power = _power_model(results)
     times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
     t = results.jobs
@@ -307,74 +409,96 @@ def energy_events(
     )
     # In time order, then rank; ties in the order above (a stable sort).
     order = np.lexsort((event_rank, event_time))
-    kinds = np.array(["e", "p", "s"])[
-        np.concatenate(
-            [np.zeros(len(finish), int), np.ones(len(times), int), np.full(started.sum(), 2)]
-        )
-    ][order].tolist()
-    change_of = np.concatenate(
-        [np.full(len(finish), -1), np.arange(len(times)), np.full(started.sum(), -1)]
-    )[order].tolist()
+    kind_code = np.concatenate(
+        [np.zeros(len(finish), np.int8), np.ones(len(times), np.int8), np.full(started.sum(), 2)]
+    )[order]
+    event_time = event_time[order]
+    del order
     # Every node starts in the run's initial state, so that the power of the
     # first rows is the platform's (the rows at time 0 then set the rest).
     initial = results.config.get("initial_state") or "idle"
-    state = np.full(len(power), PSTATE_IDS[initial], dtype=np.intp)
-    everyone = np.arange(len(power))
-    watts = float(power[everyone, state].sum())
-    joules = 0.0
-    clock = 0.0
-    rows = []
+    # Each node's watts, changed group by group (the changes come in time
+    # order, as their rows): the platform's power after each group is the
+    # sum of that array, as numpy sums it.
+    node_w = power[:, PSTATE_IDS[initial]].copy()
+    start_w = float(node_w.sum())
+    after = np.empty(len(times))
     bounds = ptr.tolist()
-    new_states = states.tolist()
-    for time_s, kind, k in zip(event_time[order].tolist(), kinds, change_of, strict=True):
-        joules += watts * (time_s - clock)
-        clock = time_s
-        if k >= 0:
-            state[nodes[bounds[k] : bounds[k + 1]]] = new_states[k]
-            watts = float(power[everyone, state].sum())
-        rows.append((time_s, joules, kind, watts))
-    if not rows or rows[-1][0] < results.end_s:
+    for k, state in enumerate(states.tolist()):
+        group = nodes[bounds[k] : bounds[k + 1]]
+        node_w[group] = power[group, state]
+        after[k] = node_w.sum()
+    # The watts after each row: after its row's group, or the last group before.
+    changed = kind_code == 1
+    latest = np.cumsum(changed) - 1
+    watts = np.where(latest >= 0, after[np.maximum(latest, 0)], start_w)
+    # Energy so far, integrated row by row from time 0 (a running sum in
+    # row order: numpy's accumulate adds left to right, as a loop would).
+    before = np.empty(len(watts))
+    before[:1] = start_w
+    before[1:] = watts[:-1]
+    steps = np.empty(len(watts) + 1)
+    steps[0] = 0.0
+    steps[1:] = before * np.diff(event_time, prepend=0.0)
+    joules = np.cumsum(steps)[1:]
+    kinds = np.array(["e", "p", "s", "f"])[kind_code]
+    end_s = float(results.end_s)
+    if not len(event_time) or event_time[-1] < end_s:
         # The run ended later than its last event (a rejected job, say): one
         # more row, type "f", so that the curve ends at the run's total.
-        joules += watts * (results.end_s - clock)
-        rows.append((float(results.end_s), joules, "f", watts))
-    return rows
+        last_w = float(watts[-1]) if len(watts) else start_w
+        last_j = float(joules[-1]) if len(joules) else 0.0
+        last_t = float(event_time[-1]) if len(event_time) else 0.0
+        event_time = np.append(event_time, end_s)
+        joules = np.append(joules, last_j + last_w * (end_s - last_t))
+        kinds = np.append(kinds, "f")
+        watts = np.append(watts, last_w)
+    return EnergyEvents(event_time, joules, kinds, watts)
 
 
 def write_consumed_energy_csv(
-    results: Results, path: str | Path, events: list[tuple] | None = None
+    results: Results, path: str | Path, events: EnergyEvents | None = None
 ) -> None:
     """Write Batsim's ``consumed_energy.csv``: ``time,energy,event_type,wattmin,epower``.
 
     ``epower`` is the mean power since the previous row (``NA`` when no time
     passed), as Batsim writes it; ``wattmin`` the platform's power after the row.
-    ``events``: :func:`energy_events` of ``results``, if already made.
+    ``events``: :func:`energy_event_arrays` of ``results``, if already made.
     """
+    if events is None:
+        events = energy_event_arrays(results)
+    times, joules = events.time_s, events.joules
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_w = np.diff(joules) / np.diff(times)
+    epower = ["NA"] + _num_texts(mean_w) if len(times) else []
+    for k in np.flatnonzero(np.diff(times) == 0).tolist():
+        epower[k + 1] = "NA"
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(("time", "energy", "event_type", "wattmin", "epower"))
-        last_time: float | None = None
-        last_joules = 0.0  # (read only once last_time is set)
-        for time_s, joules, kind, watts in energy_events(results) if events is None else events:
-            if last_time is None or time_s == last_time:
-                epower = "NA"
-            else:
-                epower = _num((joules - last_joules) / (time_s - last_time))
-            writer.writerow((_num(time_s), _num(joules), kind, _num(watts), epower))
-            last_time, last_joules = time_s, joules
+        writer.writerows(
+            zip(
+                _num_texts(times),
+                _num_texts(joules),
+                events.kind.tolist(),
+                _num_texts(events.watts),
+                epower,
+                strict=True,
+            )
+        )
 
 
-def schedule(results: Results, events: list[tuple] | None = None) -> dict[str, Any]:
+def schedule(results: Results, events: EnergyEvents | None = None) -> dict[str, Any]:
     """Batsim's schedule metrics (the keys of its ``schedule.csv``), from the results.
 
     Means are over the jobs that finished (Batsim divides by every job);
     the slowdown is turnaround over execution time, unbounded, over jobs
     that ran for some time; ``consumed_joules`` is the energy from the first
-    submission to the end of the run. ``events``: :func:`energy_events` of
-    ``results``, if already made.
+    submission to the end of the run. ``events``: :func:`energy_event_arrays`
+    of ``results``, if already made.
     """
     s = results.summary
-    t = results.job_table()
+    t = results._job_metrics()
     finished = t["state"] == "completed"
     killed = t["killed"] & finished
     wait = t["wait_s"][finished]
@@ -393,12 +517,14 @@ def schedule(results: Results, events: list[tuple] | None = None) -> dict[str, A
     seconds = results.time_in_state_s.sum(axis=0)
     first_submit = float(t["submit_s"].min()) if n_jobs else 0.0
     # The energy up to the first submission: from the last row at or before
-    # it, plus the power drawn from that row on.
+    # it (the rows are in time order), plus the power drawn from that row on.
+    if events is None:
+        events = energy_event_arrays(results)
     before = 0.0
-    for time_s, joules, _, watts in energy_events(results) if events is None else events:
-        if time_s > first_submit:
-            break
-        before = joules + watts * (first_submit - time_s)
+    last = int(np.searchsorted(events.time_s, first_submit, side="right")) - 1
+    if last >= 0:
+        time_s = float(events.time_s[last])
+        before = float(events.joules[last]) + float(events.watts[last]) * (first_submit - time_s)
     return {
         "nb_jobs": n_jobs,
         "nb_jobs_finished": int(finished.sum()),
@@ -423,7 +549,7 @@ def schedule(results: Results, events: list[tuple] | None = None) -> dict[str, A
 
 
 def write_schedule_json(
-    results: Results, path: str | Path, events: list[tuple] | None = None
+    results: Results, path: str | Path, events: EnergyEvents | None = None
 ) -> None:
     """Write ``schedule.json``: Batsim's schedule metrics (see :func:`schedule`)."""
     text = json.dumps(_clean(schedule(results, events)), indent=2, allow_nan=False)
@@ -576,7 +702,7 @@ def write_all(
     try:
         # The state changes and the energy events behind three files, made once.
         changes = pstate_change_arrays(results)
-        events = energy_events(results, changes)
+        events = energy_event_arrays(results, changes)
         writers = {
             "summary.json": write_summary_json,
             "jobs.csv": write_jobs_csv,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpower.engine.storage import CountRows, Rows
+from hpcpower.engine.storage import CountRows, Gangs, Rows
 from hpcpower.errors import PolicyError, require
 from hpcpower.platform import STATE_LABELS
 from hpcpower.states import COMPUTING, IDLE, SLEEPING, STATE_CODES, SWITCHING_ON
@@ -178,6 +178,22 @@ class Results:
     # -------------------------------------------------------------- tables
     def job_table(self) -> dict[str, np.ndarray]:
         """Per-job columns, with wait, turnaround, slowdown and bounded slowdown."""
+        t = self._job_metrics()
+        t["reason"] = np.array([self.rejected.get(int(i), "") for i in t["index"]], dtype=object)
+        sizes, flat = self.allocation_arrays()
+        ids = list(map(str, flat.tolist()))
+        ends = np.cumsum(sizes).tolist()
+        t["nodes"] = np.array(
+            [
+                " ".join(ids[end - size : end])
+                for size, end in zip(sizes.tolist(), ends, strict=True)
+            ],
+            dtype=object,
+        )
+        return t
+
+    def _job_metrics(self) -> dict[str, np.ndarray]:
+        """:meth:`job_table` without its text columns (``reason``, ``nodes``)."""
         t = dict(self.jobs)
         t["wait_s"] = t["start_s"] - t["submit_s"]
         t["turnaround_s"] = t["finish_s"] - t["submit_s"]
@@ -185,12 +201,31 @@ class Results:
         with np.errstate(divide="ignore", invalid="ignore"):
             t["slowdown"] = t["turnaround_s"] / run
         t["bounded_slowdown"] = np.maximum(t["turnaround_s"] / np.maximum(run, BSLD_TAU_S), 1.0)
-        t["reason"] = np.array([self.rejected.get(int(i), "") for i in t["index"]], dtype=object)
-        t["nodes"] = np.array(
-            [" ".join(map(str, a.tolist())) if a is not None else "" for a in self.allocations],
-            dtype=object,
-        )
         return t
+
+    def allocation_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every job's allocation at once: node counts (0 for none) and the node ids, flat.
+
+        Job ``i`` has the ids ``flat[offsets[i]:offsets[i] + counts[i]]``,
+        ``offsets`` being the counts' running sum before ``i``; ``flat`` is
+        int32 below 2**31 nodes. Made without an array per job from a run's
+        own storage (:meth:`~hpcpower.engine.storage.Gangs.job_order`).
+        """
+        allocations = self.allocations
+        if isinstance(allocations, Gangs):
+            return allocations.job_order()
+        sizes = np.fromiter(
+            (0 if g is None else len(g) for g in allocations),
+            dtype=np.int64,
+            count=len(allocations),
+        )
+        flat = np.empty(int(sizes.sum()), dtype=np.int32)
+        at = 0
+        for gang in allocations:
+            if gang is not None:
+                flat[at : at + len(gang)] = gang
+                at += len(gang)
+        return sizes, flat
 
     def node_intervals(self) -> list[tuple[int, str, float, float, int]]:
         """Every node's state intervals ``(node, state, start_s, end_s, job_id)``.
@@ -236,22 +271,10 @@ class Results:
         t = self.jobs
         job_start = np.asarray(t["start_s"], dtype=float)
         job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
-        allocations = self.allocations
-        sizes = np.fromiter(
-            (0 if g is None else len(g) for g in allocations),
-            dtype=np.int64,
-            count=len(allocations),
-        )
-        # (int32: half the memory of int64 for the millions of node-jobs of a whole trace)
-        flat = np.empty(int(sizes.sum()), dtype=np.int32)
-        at = 0
-        for gang in allocations:  # (one gang read at a time: no list of them)
-            if gang is not None:
-                flat[at : at + len(gang)] = gang
-                at += len(gang)
+        sizes, flat = self.allocation_arrays()
         moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
         # Every span: its node, and its job (>= 0) or transition (-1 - row).
-        span_node = np.concatenate([flat, moves[:, 0].astype(np.int32)])
+        span_node = np.concatenate([flat, moves[:, 0].astype(flat.dtype)])
         del flat
         span_ref = np.concatenate(
             [

@@ -52,6 +52,30 @@ def test_gangs_keep_a_gang_of_another_dtype_as_it_is_and_grow_past_their_capacit
     assert gangs[1].tolist() == gangs[2].tolist() == list(range(9, -1, -1))
 
 
+@pytest.mark.parametrize("gather", [3, 8192])
+def test_gangs_in_job_order_are_every_gang_read_in_turn(gather, monkeypatch):
+    """Sealed (in end order), running, unsettled and kept gangs, and jobs that never started."""
+    monkeypatch.setattr(storage, "_GATHER_JOBS", gather)
+    rng = np.random.default_rng(7)
+    gangs = Gangs(600, 300)
+    for job_id in rng.permutation(600).tolist():
+        if job_id % 10 == 0:
+            continue  # never started
+        dtype = np.int32 if job_id % 37 == 0 else np.intp
+        gangs.put(job_id, rng.choice(300, size=rng.integers(1, 40), replace=False).astype(dtype))
+        if job_id % 7:
+            gangs.seal(job_id)
+    counts, flat = gangs.job_order()
+    assert flat.dtype == np.int32
+    offsets = np.cumsum(counts) - counts
+    for job_id in range(600):
+        gang = gangs[job_id]
+        assert counts[job_id] == (0 if gang is None else len(gang))
+        if gang is not None:
+            assert flat[offsets[job_id] : offsets[job_id] + len(gang)].tolist() == gang.tolist()
+    assert Gangs(0, 4).job_order()[1].size == 0
+
+
 def test_a_copy_of_gangs_does_not_see_later_seals_and_equality_is_by_content():
     gangs = Gangs(2, 4)
     gangs.put(0, np.array([1, 0], dtype=np.intp))

@@ -177,3 +177,60 @@ def test_consumed_joules_start_at_the_first_submission(tmp_path):
     total = res.summary["total_energy_j"]
     assert total == 2 * 100 * 160 + 100 * 10  # idle 0-160 on both, computing 150-160 on one
     assert schedule["consumed_joules"] == pytest.approx(total - 2 * 100 * 100)
+
+
+def _energy_rows_by_loop(results):
+    """The energy rows as a plain loop makes them: every change applied, the power summed anew."""
+    from hpcpower.results.export import pstate_change_arrays
+
+    power = results.power_w
+    times, states, ptr, nodes = pstate_change_arrays(results)
+    t = results.jobs
+    events = [
+        (f, 3 if f == s else 0, "e", -1) for f, s in zip(t["finish_s"], t["start_s"], strict=True)
+    ]
+    events = [e for e in events if not np.isnan(e[0])]
+    events += [(time_s, 1, "p", k) for k, time_s in enumerate(times.tolist())]
+    events += [(s, 2, "s", -1) for s in t["start_s"] if not np.isnan(s)]
+    order = sorted(range(len(events)), key=lambda i: (events[i][0], events[i][1]))
+    state = np.full(len(power), PSTATE_IDS["idle"])
+    watts = float(power[np.arange(len(power)), state].sum())
+    joules, clock, rows = 0.0, 0.0, []
+    for time_s, _, kind, k in (events[i] for i in order):
+        joules += watts * (float(time_s) - clock)
+        clock = float(time_s)
+        if k >= 0:
+            state[nodes[ptr[k] : ptr[k + 1]]] = states[k]
+            watts = float(power[np.arange(len(power)), state].sum())
+        rows.append((clock, joules, kind, watts))
+    if not rows or rows[-1][0] < results.end_s:
+        rows.append((float(results.end_s), joules + watts * (results.end_s - clock), "f", watts))
+    return rows
+
+
+@pytest.mark.parametrize("until", [None, 2.0e5])
+def test_energy_rows_are_the_plain_loops_to_the_bit(until):
+    """Nodes of three power models, so that the order of every sum matters; and mid-run."""
+    from conftest import DATA
+
+    from hpcpower.platform import Duration, NodeType, Platform
+    from hpcpower.results.export import energy_events
+
+    types = tuple(
+        NodeType(
+            f"t{k}",
+            (9.5 + k, 150.25 + k, 95.1 + 3 * k, 190.3 + 7.7 * k, 120.0 + k),
+            Duration(60.0 + 10 * k),
+            Duration(30.0 + 5 * k),
+        )
+        for k in range(3)
+    )
+    platform = Platform("mixed", types, tuple((i * 7) % 3 for i in range(64)))
+    jobs = load_workload(DATA / "generated-markovian-3000.json.gz").jobs[:600]
+    sim = Simulation(platform, jobs, make_policy("snf-ipm"), seed=1)
+    if until is None:
+        results = sim.run()
+    else:
+        sim.run(until=until)
+        results = sim.results()
+    assert energy_events(results) == _energy_rows_by_loop(results)

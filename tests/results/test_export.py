@@ -14,6 +14,7 @@ from hpcpower import Simulation
 from hpcpower.platform import STATE_LABELS
 from hpcpower.policies.base import Decision
 from hpcpower.policies.registry import make_policy
+from hpcpower.results import export
 from hpcpower.results.export import (
     JOBS_COLUMNS,
     MACHINE_COLUMNS,
@@ -55,6 +56,46 @@ def test_interval_set_round_trips():
             lo, _, hi = part.partition("-")
             ids.extend(range(int(lo), int(hi or lo) + 1))
         assert ids == nodes.tolist()
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("at_once", [5, 1 << 20])
+def test_interval_sets_of_many_groups_are_each_groups_interval_set(ordered, at_once, monkeypatch):
+    """Empty groups, single ids, runs across group edges, unsorted ids, blocks of a few ids."""
+    monkeypatch.setattr(export, "_IDS_AT_ONCE", at_once)
+    rng = np.random.default_rng(3)
+    groups = [np.array([], dtype=np.int64), np.array([4, 5]), np.array([6, 7]), np.array([9])]
+    for _ in range(300):
+        group = rng.choice(60, size=rng.integers(0, 25), replace=False)
+        groups.append(np.sort(group) if ordered else group)
+    sizes = np.array([len(g) for g in groups])
+    got = export._interval_sets(sizes, np.concatenate(groups).astype(np.int32), ordered=ordered)
+    assert got == [interval_set(g) for g in groups]
+    assert export._interval_sets(np.zeros(2, dtype=np.int64), np.array([], dtype=np.int32)) == [
+        "",
+        "",
+    ]
+
+
+def test_number_texts_are_each_numbers_text():
+    values = [0.0, -0.0, 1.0, -3.0, 0.5, 1e-300, 1e20, -1e300, 2.0**63, 2.0**62, 1 / 3]
+    values += [math.nan, math.inf, -math.inf, 123456789.25, 7.0e15]
+    values += np.random.default_rng(0).normal(0, 1e6, 200).round(2).tolist()
+    assert export._num_texts(np.array(values)) == [export._num(v) for v in values]
+    assert export._num_texts(np.array([])) == []
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_gang_sums_are_numpys_sum_of_each_gang(uniform):
+    """To the bit: with one value for every node, a sum is made once per gang size."""
+    rng = np.random.default_rng(5)
+    values = np.full(500, 190.3) if uniform else rng.uniform(50, 300, 500)
+    gangs = [rng.choice(500, size=k, replace=False) for k in rng.integers(1, 500, 200)]
+    sizes = np.array([len(g) for g in gangs])
+    got = export._gang_sums(values, sizes, np.concatenate(gangs))
+    assert got.tolist() == [values[g].sum() for g in gangs]
+    if uniform:  # (and a sum of copies is not the size times the value)
+        assert any(values[g].sum() != len(g) * 190.3 for g in gangs)
 
 
 # ------------------------------------------------------ a tiny hand-made run
