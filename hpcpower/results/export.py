@@ -179,30 +179,50 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]
     for k in np.flatnonzero(killed).tolist():
         final[k] = "COMPLETED_WALLTIME_REACHED"
-    n = len(run)
-    columns = (
-        t["name"].tolist(),
-        itertools.repeat("w0", n),
-        t["profile"].tolist(),
-        _num_texts(t["submit_s"]),
-        np.asarray(t["res"]).astype(np.int64).tolist(),
-        _num_texts(t["reqtime_s"]),
-        (completed & ~killed).astype(np.int8).tolist(),
-        final,
-        _num_texts(t["start_s"]),
-        _num_texts(run),
-        _num_texts(t["finish_s"]),
-        _num_texts(t["wait_s"]),
-        _num_texts(t["turnaround_s"]),
-        _num_texts(t["slowdown"]),
-        _interval_sets(sizes, nodes),
-        _num_texts(energy),
-        itertools.repeat("", n),
-    )
+    success = (completed & ~killed).astype(np.int8)
+    offsets = np.cumsum(sizes) - sizes
+
+    def rows(low: int, high: int) -> tuple:
+        gangs = nodes[offsets[low] : offsets[low] + sizes[low:high].sum()]
+        return (
+            t["name"][low:high].tolist(),
+            itertools.repeat("w0", high - low),
+            t["profile"][low:high].tolist(),
+            _num_texts(t["submit_s"][low:high]),
+            np.asarray(t["res"][low:high]).astype(np.int64).tolist(),
+            _num_texts(t["reqtime_s"][low:high]),
+            success[low:high].tolist(),
+            final[low:high],
+            _num_texts(t["start_s"][low:high]),
+            _num_texts(run[low:high]),
+            _num_texts(t["finish_s"][low:high]),
+            _num_texts(t["wait_s"][low:high]),
+            _num_texts(t["turnaround_s"][low:high]),
+            _num_texts(t["slowdown"][low:high]),
+            _interval_sets(sizes[low:high], gangs),
+            _num_texts(energy[low:high]),
+            itertools.repeat("", high - low),
+        )
+
+    _write_csv(path, JOBS_COLUMNS, len(run), rows)
+
+
+#: Rows of a CSV file made into text at once (bounded memory on whole traces).
+_ROWS_AT_ONCE = 1 << 16
+
+
+def _write_csv(path: str | Path, header: Sequence[str], n_rows: int, rows) -> None:
+    """Write a CSV file whose rows ``low:high`` are the columns ``rows(low, high)`` (as text).
+
+    The rows are made into text a block at a time, so that a whole trace's
+    file never has all its text in memory at once.
+    """
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(JOBS_COLUMNS)
-        writer.writerows(zip(*columns, strict=True))
+        writer.writerow(header)
+        for low in range(0, n_rows, _ROWS_AT_ONCE):
+            high = min(low + _ROWS_AT_ONCE, n_rows)
+            writer.writerows(zip(*rows(low, high), strict=True))
 
 
 #: Batsim's final state of a job in each of hpcpower's job states.
@@ -346,11 +366,16 @@ def write_pstate_changes_csv(
     ``changes``: :func:`pstate_change_arrays` of ``results``, if already made.
     """
     times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("time", "machine_id", "new_pstate"))
-        sets = _interval_sets(np.diff(ptr), nodes, ordered=True)
-        writer.writerows(zip(_num_texts(times), sets, states.tolist(), strict=True))
+
+    def rows(low: int, high: int) -> tuple:
+        group = nodes[ptr[low] : ptr[high]]
+        return (
+            _num_texts(times[low:high]),
+            _interval_sets(np.diff(ptr[low : high + 1]), group, ordered=True),
+            states[low:high].tolist(),
+        )
+
+    _write_csv(path, ("time", "machine_id", "new_pstate"), len(times), rows)
 
 
 class EnergyEvents(NamedTuple):
@@ -468,24 +493,28 @@ def write_consumed_energy_csv(
     if events is None:
         events = energy_event_arrays(results)
     times, joules = events.time_s, events.joules
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean_w = np.diff(joules) / np.diff(times)
-    epower = ["NA"] + _num_texts(mean_w) if len(times) else []
-    for k in np.flatnonzero(np.diff(times) == 0).tolist():
-        epower[k + 1] = "NA"
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("time", "energy", "event_type", "wattmin", "epower"))
-        writer.writerows(
-            zip(
-                _num_texts(times),
-                _num_texts(joules),
-                events.kind.tolist(),
-                _num_texts(events.watts),
-                epower,
-                strict=True,
-            )
+    n = len(times)
+    # The mean power since the row before; NA for the first row and for no time passed.
+    mean_w = np.full(n, math.nan)
+    no_time = np.ones(n, dtype=bool)
+    if n:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_w[1:] = np.diff(joules) / np.diff(times)
+        no_time[1:] = np.diff(times) == 0
+
+    def rows(low: int, high: int) -> tuple:
+        epower = _num_texts(mean_w[low:high])
+        for k in np.flatnonzero(no_time[low:high]).tolist():
+            epower[k] = "NA"
+        return (
+            _num_texts(times[low:high]),
+            _num_texts(joules[low:high]),
+            events.kind[low:high].tolist(),
+            _num_texts(events.watts[low:high]),
+            epower,
         )
+
+    _write_csv(path, ("time", "energy", "event_type", "wattmin", "epower"), n, rows)
 
 
 def schedule(results: Results, events: EnergyEvents | None = None) -> dict[str, Any]:

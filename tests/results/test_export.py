@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import DATA, Scripted, job, tiny_platform
 
-from hpcpower import Simulation
+from hpcpower import Simulation, load_platform, load_workload
 from hpcpower.platform import STATE_LABELS
 from hpcpower.policies.base import Decision
 from hpcpower.policies.registry import make_policy
@@ -414,7 +414,6 @@ def test_state_changes_are_the_intervals_read_node_by_node_in_any_chunks():
     same sequence of states; the intervals do not depend on how many nodes
     a chunk holds.
     """
-    from hpcpower import load_platform, load_workload
     from hpcpower.results.export import pstate_changes
 
     workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
@@ -469,3 +468,17 @@ def test_overlapping_spans_leave_no_gap_before_the_latest_end():
         (COMPUTING, 4.0, 6.0),
         (IDLE, 10.0, 12.0),
     ]
+
+
+def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
+    """Whole traces are made into text a block of rows at a time; the blocks do not show."""
+    jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:300]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    write_all(results, tmp_path / "whole")
+    monkeypatch.setattr(export, "_ROWS_AT_ONCE", 7)
+    monkeypatch.setattr(export, "_IDS_AT_ONCE", 11)
+    write_all(results, tmp_path / "blocks")
+    for name in ("jobs.csv", "pstate_changes.csv", "consumed_energy.csv"):
+        whole = (tmp_path / "whole" / name).read_bytes()
+        assert len(whole.splitlines()) > 100
+        assert (tmp_path / "blocks" / name).read_bytes() == whole, name
