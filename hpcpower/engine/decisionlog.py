@@ -140,6 +140,26 @@ def _encode(values: list[Any], codes: dict[str, int], strings: list[str]) -> _Pa
     return _Part(kind, array, starts, missing, nones)
 
 
+def _encode_some(notes: list[Mapping[str, Any]], key: str, codes, strings) -> _Part:
+    """:func:`_encode` of ``key``'s values in ``notes``, some of which lack it.
+
+    Only the notes that have the key are read (SNF-ICON's optimiser outputs
+    are in a few passes' notes), and the rows without it are marked missing.
+    """
+    has = np.fromiter(
+        map(operator.contains, notes, itertools.repeat(key)), dtype=bool, count=len(notes)
+    )
+    rows = np.flatnonzero(has).tolist()
+    part = _encode([notes[row][key] for row in rows], codes, strings)
+    # (Runs are counted over the rows that hold a value: the same rows here.)
+    part.missing = np.packbits(~has)
+    if part.nones is not None:
+        nones = np.zeros(len(notes), dtype=bool)
+        nones[has] = np.unpackbits(part.nones)[: len(rows)].astype(bool)
+        part.nones = np.packbits(nones)
+    return part
+
+
 #: Integer types from the smallest, for :func:`_narrowest`.
 _INTEGERS = tuple(np.iinfo(t) for t in (np.int8, np.int16, np.int32, np.int64))
 
@@ -292,7 +312,8 @@ class DecisionLog(Sequence[dict[str, Any]]):
             try:  # (a key every note has: the common case, read in C)
                 values = list(map(operator.itemgetter(key), pending))
             except KeyError:
-                values = list(map(operator.methodcaller("get", key, _ABSENT), pending))
+                parts[key] = _encode_some(pending, key, *keys[key])
+                continue
             parts[key] = _encode(values, *keys[key])
         self._firsts.append(self._rows)
         self._blocks.append(_Block(len(pending), parts))
