@@ -266,8 +266,8 @@ def pstate_changes(results: Results) -> list[tuple[float, np.ndarray, int]]:
 def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`pstate_changes` as arrays ``(times, states, ptr, nodes)``.
 
-    Group ``k`` is the nodes ``nodes[ptr[k]:ptr[k + 1]]`` (increasing ids)
-    changing to ``states[k]`` at ``times[k]``.
+    Group ``k`` is the nodes ``nodes[ptr[k]:ptr[k + 1]]`` (increasing ids,
+    int32) changing to ``states[k]`` at ``times[k]``.
 
     A node's changes are the starts of its intervals whose state differs
     from the interval before; then, after its last interval, idle again if
@@ -284,31 +284,78 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     finish = np.asarray(results.jobs["finish_s"], dtype=float)
     initial = PSTATE_IDS[results.config.get("initial_state") or "idle"]
     node_state = None if results.node_state is None else np.asarray(results.node_state)
+    # Each change becomes one integer key that sorts as (time, rank, state,
+    # node): the instant's index among the intervals' instants, the rank, the
+    # state and the node, in fields of the bits each needs. A node changes at
+    # most twice per job that takes no time, plus a few times, at one instant.
+    instants = results.interval_instants()
+    no_time = int(np.count_nonzero(finish == np.asarray(results.jobs["start_s"], dtype=float)))
+    node_bits = max(1, (n - 1).bit_length())
+    rank_bits = (2 * no_time + 8).bit_length()
+    low_bits = rank_bits + 3 + node_bits
+    packed = max(1, (len(instants) - 1).bit_length()) + low_bits <= _KEY_BITS
+    lows: list[np.ndarray] = []
+    highs: list[np.ndarray] = []  # (the instants, when a key does not hold them)
     # Each chunk holds whole nodes: their changes are made there, compactly.
-    made = [
-        _node_changes(
+    for chunk, low in zip(
+        results.node_interval_chunks(_CHUNK), range(0, max(n, 1), _CHUNK), strict=True
+    ):
+        c_node, c_state, c_time, rank = _node_changes(
             chunk, finish, initial, node_state, end_s, np.arange(low, min(low + _CHUNK, n))
         )
-        for chunk, low in zip(
-            results.node_interval_chunks(_CHUNK), range(0, max(n, 1), _CHUNK), strict=True
+        at = np.searchsorted(instants, c_time)
+        if len(at) and not np.array_equal(instants[np.minimum(at, len(instants) - 1)], c_time):
+            raise RuntimeError("a node changes state at an instant of none of its intervals")
+        if len(rank) and int(rank.max()) >= 1 << rank_bits:
+            raise RuntimeError("a node changes state more often at one instant than it can")
+        key = (
+            (rank.astype(np.uint64) << np.uint64(3 + node_bits))
+            | (c_state.astype(np.uint64) << np.uint64(node_bits))
+            | c_node.astype(np.uint64)
         )
-    ]
-    c_node, c_state, c_time, rank = (np.concatenate([m[k] for m in made]) for k in range(4))
-    del made
-    order = np.lexsort((c_node, c_state, rank, c_time))
-    # One column at a time, so that only one old column is kept beside its copy.
-    c_node = c_node[order]
-    c_state = c_state[order]
-    c_time = c_time[order]
-    rank = rank[order]
-    del order
-    bound = np.ones(len(c_node), dtype=bool)
-    bound[1:] = (
-        (c_time[1:] != c_time[:-1]) | (rank[1:] != rank[:-1]) | (c_state[1:] != c_state[:-1])
-    )
+        if packed:
+            key |= at.astype(np.uint64) << np.uint64(low_bits)
+        else:
+            highs.append(at)
+        lows.append(key)
+    keys = np.concatenate(lows)
+    del lows
+    if packed:
+        keys.sort()  # (in place: no index array beside the keys)
+    else:
+        order = np.lexsort((keys, np.concatenate(highs)))
+        keys = keys[order]
+        high = np.concatenate(highs)[order]
+        del order
+    # A group starts where (time, rank, state) changes; made a block at a time.
+    m = len(keys)
+    nodes = np.empty(m, dtype=np.int32 if node_bits < 32 else np.int64)
+    bound = np.ones(m, dtype=bool)
+    shift = np.uint64(node_bits)
+    for low in range(0, m, _KEYS_AT_ONCE):
+        block = keys[low : low + _KEYS_AT_ONCE]
+        nodes[low : low + len(block)] = block & np.uint64((1 << node_bits) - 1)
+        group = block >> shift
+        bound[low + 1 : low + len(block)] = group[1:] != group[:-1]
+        if low:
+            bound[low] = group[0] != keys[low - 1] >> shift
+    if not packed:
+        bound[1:] |= high[1:] != high[:-1]
     heads = np.flatnonzero(bound)
-    ptr = np.append(heads, len(c_node)).astype(np.int64)
-    return c_time[heads], c_state[heads].astype(np.int64), ptr, c_node.astype(np.int64)
+    del bound
+    head_keys = keys[heads]
+    del keys
+    at = head_keys >> np.uint64(low_bits) if packed else high[heads]
+    states = ((head_keys >> shift) & np.uint64(7)).astype(np.int64)
+    ptr = np.append(heads, m).astype(np.int64)
+    return instants[at.astype(np.int64)], states, ptr, nodes
+
+
+#: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).
+_KEYS_AT_ONCE = 1 << 22
+#: Bits of its sort key; a change that needs more (an instant among more than
+#: 2**40 or so) is sorted by two keys, with an index array.
+_KEY_BITS = 64
 
 
 #: Nodes a chunk of :func:`pstate_change_arrays` holds.

@@ -255,6 +255,31 @@ class Results:
         chunks = list(self.node_interval_chunks())
         return {name: np.concatenate([c[name] for c in chunks]) for name in _INTERVAL_COLUMNS}
 
+    def interval_instants(self) -> np.ndarray:
+        """Every instant a node interval can start or end at, in order, each once.
+
+        Time 0 and the end of the run, the starts and ends of the jobs that
+        started (the end of the run for those still running) and of the
+        transitions (cut at the end of the run): the instants of
+        :meth:`node_interval_chunks`.
+        """
+        end_s = float(self.end_s)
+        start = np.asarray(self.jobs["start_s"], dtype=float)
+        started = ~np.isnan(start)
+        finish = np.asarray(self.jobs["finish_s"], dtype=float)[started]
+        moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
+        return np.unique(
+            np.concatenate(
+                [
+                    [0.0, end_s],
+                    start[started],
+                    np.where(np.isnan(finish), end_s, finish),
+                    moves[:, 2],
+                    np.minimum(moves[:, 3], end_s),
+                ]
+            )
+        )
+
     def node_interval_chunks(self, nodes_per_chunk: int = 32) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`node_interval_arrays`, a few nodes at a time (bounded memory on whole traces).
 

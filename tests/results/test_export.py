@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 
@@ -482,3 +483,23 @@ def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
         whole = (tmp_path / "whole" / name).read_bytes()
         assert len(whole.splitlines()) > 100
         assert (tmp_path / "blocks" / name).read_bytes() == whole, name
+
+
+@pytest.mark.parametrize(("key_bits", "at_once"), [(64, 5), (0, 1 << 22), (0, 3)])
+def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
+    key_bits, at_once, monkeypatch
+):
+    """The changes sort on one packed key, split in blocks; or, when it would not fit, on two."""
+    jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 0.0), job(2, 0, 2, 10.0)]
+    jobs += load_workload(DATA / "lublin_256.swf.gz").jobs[:200]
+    jobs = [
+        dataclasses.replace(j, id=k) for k, j in enumerate(sorted(jobs, key=lambda j: j.submit_s))
+    ]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    want = export.pstate_change_arrays(results)
+    assert len(want[3]) > 1000 and len(want[0]) > 100
+    monkeypatch.setattr(export, "_KEY_BITS", key_bits)
+    monkeypatch.setattr(export, "_KEYS_AT_ONCE", at_once)
+    got = export.pstate_change_arrays(results)
+    for a, b in zip(got, want, strict=True):
+        assert a.tolist() == b.tolist()
