@@ -294,7 +294,10 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     rank_bits = (2 * no_time + 8).bit_length()
     low_bits = rank_bits + 3 + node_bits
     packed = max(1, (len(instants) - 1).bit_length()) + low_bits <= _KEY_BITS
-    lows: list[np.ndarray] = []
+    # The keys go into one buffer as they are made (pages never written take
+    # no memory), grown only if the changes outnumber the bound.
+    keys = np.empty(_most_changes(results, n), dtype=np.uint64)
+    m = 0
     highs: list[np.ndarray] = []  # (the instants, when a key does not hold them)
     # Each chunk holds whole nodes: their changes are made there, compactly.
     for chunk, low in zip(
@@ -317,9 +320,11 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
             key |= at.astype(np.uint64) << np.uint64(low_bits)
         else:
             highs.append(at)
-        lows.append(key)
-    keys = np.concatenate(lows)
-    del lows
+        if m + len(key) > len(keys):  # (allocations other than the jobs' requests)
+            keys = np.concatenate((keys[:m], np.empty(m + 2 * len(key), dtype=np.uint64)))
+        keys[m : m + len(key)] = key
+        m += len(key)
+    keys = keys[:m]
     if packed:
         keys.sort()  # (in place: no index array beside the keys)
     else:
@@ -328,7 +333,6 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
         high = np.concatenate(highs)[order]
         del order
     # A group starts where (time, rank, state) changes; made a block at a time.
-    m = len(keys)
     nodes = np.empty(m, dtype=np.int32 if node_bits < 32 else np.int64)
     bound = np.ones(m, dtype=bool)
     shift = np.uint64(node_bits)
@@ -349,6 +353,18 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     states = ((head_keys >> shift) & np.uint64(7)).astype(np.int64)
     ptr = np.append(heads, m).astype(np.int64)
     return instants[at.astype(np.int64)], states, ptr, nodes
+
+
+def _most_changes(results: Results, n: int) -> int:
+    """The most state changes a run can have (a bound for their buffer).
+
+    Per span (a node's job or transition), the gap before it and the span;
+    per node, the tail after its last span, the idle after a job that ends
+    with the run, its initial state and its state at the end.
+    """
+    started = ~np.isnan(np.asarray(results.jobs["start_s"], dtype=float))
+    spans = int(np.asarray(results.jobs["res"])[started].sum()) + len(results.transitions)
+    return 2 * spans + 4 * n
 
 
 #: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).

@@ -485,11 +485,14 @@ def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
         assert (tmp_path / "blocks" / name).read_bytes() == whole, name
 
 
-@pytest.mark.parametrize(("key_bits", "at_once"), [(64, 5), (0, 1 << 22), (0, 3)])
+@pytest.mark.parametrize(
+    ("key_bits", "at_once", "room"), [(64, 5, None), (0, 1 << 22, None), (0, 3, 1), (64, 7, 0)]
+)
 def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
-    key_bits, at_once, monkeypatch
+    key_bits, at_once, room, monkeypatch
 ):
-    """The changes sort on one packed key, split in blocks; or, when it would not fit, on two."""
+    """The changes sort on one packed key, split in blocks; or, when it would not fit, on two;
+    and their buffer grows if it was made too small."""
     jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 0.0), job(2, 0, 2, 10.0)]
     jobs += load_workload(DATA / "lublin_256.swf.gz").jobs[:200]
     jobs = [
@@ -498,8 +501,11 @@ def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
     results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
     want = export.pstate_change_arrays(results)
     assert len(want[3]) > 1000 and len(want[0]) > 100
+    assert len(want[3]) <= export._most_changes(results, 64)  # (the bound holds)
     monkeypatch.setattr(export, "_KEY_BITS", key_bits)
     monkeypatch.setattr(export, "_KEYS_AT_ONCE", at_once)
+    if room is not None:
+        monkeypatch.setattr(export, "_most_changes", lambda results, n: room)
     got = export.pstate_change_arrays(results)
     for a, b in zip(got, want, strict=True):
         assert a.tolist() == b.tolist()
