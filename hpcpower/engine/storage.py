@@ -158,8 +158,9 @@ class Gangs(Sequence["np.ndarray | None"]):
 
         Job ``i``'s ids are ``flat[offsets[i]:offsets[i] + counts[i]]`` with
         ``offsets`` the counts' running sum before ``i``, the same as
-        ``gangs[i]``; ``flat`` is int32 (int64 beyond that). No array is
-        made per job, so this is the way to read a whole trace's gangs.
+        ``gangs[i]``; ``flat`` is int32 up to 65,536 nodes, int64 past them.
+        No array is made per job, so this is the way to read a whole
+        trace's gangs.
         """
         n = len(self._start)
         counts = self._count.astype(np.int64)

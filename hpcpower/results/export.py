@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from hpcpower.engine.decisionlog import DecisionLog
+from hpcpower.engine.storage import Gangs
 from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
@@ -82,8 +83,15 @@ def _num(x: float) -> str:
 
 
 def _num_texts(values: np.ndarray) -> list[str]:
-    """:func:`_num` of each value of a float array (whole numbers as ints, NaN empty)."""
-    values = np.asarray(values, dtype=float)
+    """:func:`_num` of each value of a number array (whole numbers as ints, NaN empty)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "biu":  # (exact, as _num writes them)
+        return list(
+            map(str, values.astype(np.int64 if values.dtype.kind == "b" else values.dtype).tolist())
+        )
+    if values.dtype.kind != "f":
+        return list(map(_num, values.tolist()))
+    values = values.astype(float, copy=False)
     whole = np.isfinite(values) & (values == np.trunc(values)) & (np.abs(values) < 2.0**63)
     texts = np.empty(len(values), dtype=object)
     texts[whole] = list(map(str, values[whole].astype(np.int64).tolist()))
@@ -143,7 +151,7 @@ def _gang_sums(values: np.ndarray, sizes: np.ndarray, nodes: np.ndarray) -> np.n
 
     When every node has the same value, a gang's sum depends only on its
     size: numpy's sum of that many copies, made once per size. Otherwise
-    each gang is summed alone, as before.
+    each gang is summed alone.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     if len(values) and np.all(values == values[0]):
@@ -173,7 +181,15 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
     # A job's energy: its nodes' computing power times its run (completed jobs only).
     node_power = _power_model(results)[:, COMPUTING]
     energy = np.full(len(run), math.nan)
-    done = completed & (sizes > 0)
+    # (A run's own storage gives no job an empty gang: none means not started.)
+    allocations = results.allocations
+    if isinstance(allocations, Gangs):
+        allocated = sizes > 0
+    else:
+        allocated = np.fromiter(
+            (gang is not None for gang in allocations), dtype=bool, count=len(allocations)
+        )
+    done = completed & allocated
     energy[done] = _gang_sums(node_power, sizes[done], nodes[np.repeat(done, sizes)]) * run[done]
     killed = t["killed"].astype(bool)
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]
@@ -267,7 +283,7 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     """:func:`pstate_changes` as arrays ``(times, states, ptr, nodes)``.
 
     Group ``k`` is the nodes ``nodes[ptr[k]:ptr[k + 1]]`` (increasing ids,
-    int32) changing to ``states[k]`` at ``times[k]``.
+    int32 below 2**31 nodes) changing to ``states[k]`` at ``times[k]``.
 
     A node's changes are the starts of its intervals whose state differs
     from the interval before; then, after its last interval, idle again if
@@ -280,20 +296,36 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     already had at that instant, so groups go by (time, rank, state).
     """
     n = results.time_in_state_s.shape[0]
+    # Each change becomes one integer key that sorts as (time, rank, state,
+    # node): the instant's index among the intervals' instants, the rank, the
+    # state and the node, each in the bits it needs, the rank in all the bits
+    # left. Where they do not fit in 64 (or a rank outgrows its bits), the
+    # instant is a second key, sorted with an index array.
+    instants = results.interval_instants()
+    node_bits = max(1, (n - 1).bit_length())
+    spare = _KEY_BITS - max(1, (len(instants) - 1).bit_length()) - 3 - node_bits
+    if spare >= 1:
+        try:
+            return _sorted_changes(results, instants, node_bits, spare, packed=True)
+        except _RankOverflow:
+            pass
+    return _sorted_changes(results, instants, node_bits, 61 - node_bits, packed=False)
+
+
+class _RankOverflow(Exception):
+    """A node changed state more often at one instant than its key's rank field holds."""
+
+
+def _sorted_changes(
+    results: Results, instants: np.ndarray, node_bits: int, rank_bits: int, *, packed: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pstate_change_arrays` with sort keys of these fields (see there)."""
+    n = results.time_in_state_s.shape[0]
     end_s = float(results.end_s)
     finish = np.asarray(results.jobs["finish_s"], dtype=float)
     initial = PSTATE_IDS[results.config.get("initial_state") or "idle"]
     node_state = None if results.node_state is None else np.asarray(results.node_state)
-    # Each change becomes one integer key that sorts as (time, rank, state,
-    # node): the instant's index among the intervals' instants, the rank, the
-    # state and the node, in fields of the bits each needs. A node changes at
-    # most twice per job that takes no time, plus a few times, at one instant.
-    instants = results.interval_instants()
-    no_time = int(np.count_nonzero(finish == np.asarray(results.jobs["start_s"], dtype=float)))
-    node_bits = max(1, (n - 1).bit_length())
-    rank_bits = (2 * no_time + 8).bit_length()
     low_bits = rank_bits + 3 + node_bits
-    packed = max(1, (len(instants) - 1).bit_length()) + low_bits <= _KEY_BITS
     # The keys go into one buffer as they are made (pages never written take
     # no memory), grown only if the changes outnumber the bound.
     keys = np.empty(_most_changes(results, n), dtype=np.uint64)
@@ -307,10 +339,11 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
             chunk, finish, initial, node_state, end_s, np.arange(low, min(low + _CHUNK, n))
         )
         at = np.searchsorted(instants, c_time)
-        if len(at) and not np.array_equal(instants[np.minimum(at, len(instants) - 1)], c_time):
+        found = instants[np.minimum(at, len(instants) - 1)]
+        if not np.array_equal(found, c_time, equal_nan=True):
             raise RuntimeError("a node changes state at an instant of none of its intervals")
         if len(rank) and int(rank.max()) >= 1 << rank_bits:
-            raise RuntimeError("a node changes state more often at one instant than it can")
+            raise _RankOverflow
         key = (
             (rank.astype(np.uint64) << np.uint64(3 + node_bits))
             | (c_state.astype(np.uint64) << np.uint64(node_bits))
@@ -369,8 +402,9 @@ def _most_changes(results: Results, n: int) -> int:
 
 #: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).
 _KEYS_AT_ONCE = 1 << 22
-#: Bits of its sort key; a change that needs more (an instant among more than
-#: 2**40 or so) is sorted by two keys, with an index array.
+#: Bits of its sort key; changes that need more (instants among more than
+#: 2**40 or so, or a node changing very often at one instant) sort by two
+#: keys, with an index array.
 _KEY_BITS = 64
 
 
@@ -462,6 +496,19 @@ class EnergyEvents(NamedTuple):
         )
 
 
+def _event_arrays(events: EnergyEvents | Sequence[tuple]) -> EnergyEvents:
+    """``events`` as :class:`EnergyEvents` (from the rows of :func:`energy_events`, say)."""
+    if isinstance(events, EnergyEvents):
+        return events
+    times, joules, kinds, watts = zip(*events, strict=True) if events else ((), (), (), ())
+    return EnergyEvents(
+        np.array(times, dtype=float),
+        np.array(joules, dtype=float),
+        np.array(kinds, dtype="<U1"),
+        np.array(watts, dtype=float),
+    )
+
+
 def energy_events(
     results: Results, changes: tuple[np.ndarray, ...] | None = None
 ) -> list[tuple[float, float, str, float]]:
@@ -545,16 +592,16 @@ def energy_event_arrays(
 
 
 def write_consumed_energy_csv(
-    results: Results, path: str | Path, events: EnergyEvents | None = None
+    results: Results, path: str | Path, events: EnergyEvents | Sequence[tuple] | None = None
 ) -> None:
     """Write Batsim's ``consumed_energy.csv``: ``time,energy,event_type,wattmin,epower``.
 
     ``epower`` is the mean power since the previous row (``NA`` when no time
     passed), as Batsim writes it; ``wattmin`` the platform's power after the row.
-    ``events``: :func:`energy_event_arrays` of ``results``, if already made.
+    ``events``: :func:`energy_event_arrays` (or :func:`energy_events`) of
+    ``results``, if already made.
     """
-    if events is None:
-        events = energy_event_arrays(results)
+    events = energy_event_arrays(results) if events is None else _event_arrays(events)
     times, joules = events.time_s, events.joules
     n = len(times)
     # The mean power since the row before; NA for the first row and for no time passed.
@@ -563,7 +610,7 @@ def write_consumed_energy_csv(
     if n:
         with np.errstate(divide="ignore", invalid="ignore"):
             mean_w[1:] = np.diff(joules) / np.diff(times)
-        no_time[1:] = np.diff(times) == 0
+        no_time[1:] = times[1:] == times[:-1]
 
     def rows(low: int, high: int) -> tuple:
         epower = _num_texts(mean_w[low:high])
@@ -580,14 +627,16 @@ def write_consumed_energy_csv(
     _write_csv(path, ("time", "energy", "event_type", "wattmin", "epower"), n, rows)
 
 
-def schedule(results: Results, events: EnergyEvents | None = None) -> dict[str, Any]:
+def schedule(
+    results: Results, events: EnergyEvents | Sequence[tuple] | None = None
+) -> dict[str, Any]:
     """Batsim's schedule metrics (the keys of its ``schedule.csv``), from the results.
 
     Means are over the jobs that finished (Batsim divides by every job);
     the slowdown is turnaround over execution time, unbounded, over jobs
     that ran for some time; ``consumed_joules`` is the energy from the first
     submission to the end of the run. ``events``: :func:`energy_event_arrays`
-    of ``results``, if already made.
+    (or :func:`energy_events`) of ``results``, if already made.
     """
     s = results.summary
     t = results._job_metrics()
@@ -610,8 +659,7 @@ def schedule(results: Results, events: EnergyEvents | None = None) -> dict[str, 
     first_submit = float(t["submit_s"].min()) if n_jobs else 0.0
     # The energy up to the first submission: from the last row at or before
     # it (the rows are in time order), plus the power drawn from that row on.
-    if events is None:
-        events = energy_event_arrays(results)
+    events = energy_event_arrays(results) if events is None else _event_arrays(events)
     before = 0.0
     last = int(np.searchsorted(events.time_s, first_submit, side="right")) - 1
     if last >= 0:
@@ -641,7 +689,7 @@ def schedule(results: Results, events: EnergyEvents | None = None) -> dict[str, 
 
 
 def write_schedule_json(
-    results: Results, path: str | Path, events: EnergyEvents | None = None
+    results: Results, path: str | Path, events: EnergyEvents | Sequence[tuple] | None = None
 ) -> None:
     """Write ``schedule.json``: Batsim's schedule metrics (see :func:`schedule`)."""
     text = json.dumps(_clean(schedule(results, events)), indent=2, allow_nan=False)

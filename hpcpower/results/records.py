@@ -208,8 +208,9 @@ class Results:
 
         Job ``i`` has the ids ``flat[offsets[i]:offsets[i] + counts[i]]``,
         ``offsets`` being the counts' running sum before ``i``; ``flat`` is
-        int32 below 2**31 nodes. Made without an array per job from a run's
-        own storage (:meth:`~hpcpower.engine.storage.Gangs.job_order`).
+        int32, or int64 from a run's own storage past 65,536 nodes. Made
+        without an array per job from that storage
+        (:meth:`~hpcpower.engine.storage.Gangs.job_order`).
         """
         allocations = self.allocations
         if isinstance(allocations, Gangs):
@@ -258,21 +259,19 @@ class Results:
     def interval_instants(self) -> np.ndarray:
         """Every instant a node interval can start or end at, in order, each once.
 
-        Time 0 and the end of the run, the starts and ends of the jobs that
-        started (the end of the run for those still running) and of the
-        transitions (cut at the end of the run): the instants of
-        :meth:`node_interval_chunks`.
+        Time 0 and the end of the run, the jobs' starts and ends (the end of
+        the run for a job not ended; NaN, last, for a job not started) and
+        the transitions' starts and ends (cut at the end of the run): the
+        instants of :meth:`node_interval_chunks`.
         """
         end_s = float(self.end_s)
-        start = np.asarray(self.jobs["start_s"], dtype=float)
-        started = ~np.isnan(start)
-        finish = np.asarray(self.jobs["finish_s"], dtype=float)[started]
+        finish = np.asarray(self.jobs["finish_s"], dtype=float)
         moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
         return np.unique(
             np.concatenate(
                 [
                     [0.0, end_s],
-                    start[started],
+                    np.asarray(self.jobs["start_s"], dtype=float),
                     np.where(np.isnan(finish), end_s, finish),
                     moves[:, 2],
                     np.minimum(moves[:, 3], end_s),

@@ -52,21 +52,23 @@ def test_gangs_keep_a_gang_of_another_dtype_as_it_is_and_grow_past_their_capacit
     assert gangs[1].tolist() == gangs[2].tolist() == list(range(9, -1, -1))
 
 
-@pytest.mark.parametrize("gather", [3, 8192])
-def test_gangs_in_job_order_are_every_gang_read_in_turn(gather, monkeypatch):
-    """Sealed (in end order), running, unsettled and kept gangs, and jobs that never started."""
+@pytest.mark.parametrize(("gather", "n_nodes"), [(3, 300), (8192, 300), (50, 70_000)])
+def test_gangs_in_job_order_are_every_gang_read_in_turn(gather, n_nodes, monkeypatch):
+    """Sealed (in end order), running, unsettled and kept gangs, and jobs that never started;
+    node ids in four bytes past 65,536 nodes (then read as int64)."""
     monkeypatch.setattr(storage, "_GATHER_JOBS", gather)
     rng = np.random.default_rng(7)
-    gangs = Gangs(600, 300)
+    gangs = Gangs(600, n_nodes)
     for job_id in rng.permutation(600).tolist():
         if job_id % 10 == 0:
             continue  # never started
         dtype = np.int32 if job_id % 37 == 0 else np.intp
-        gangs.put(job_id, rng.choice(300, size=rng.integers(1, 40), replace=False).astype(dtype))
+        gang = rng.choice(n_nodes, size=rng.integers(1, 40), replace=False).astype(dtype)
+        gangs.put(job_id, gang)
         if job_id % 7:
             gangs.seal(job_id)
     counts, flat = gangs.job_order()
-    assert flat.dtype == np.int32
+    assert flat.dtype == (np.int32 if n_nodes <= 65_536 else np.int64)
     offsets = np.cumsum(counts) - counts
     for job_id in range(600):
         gang = gangs[job_id]

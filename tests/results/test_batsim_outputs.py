@@ -11,7 +11,7 @@ from hypothesis import given
 from test_properties import PROPS, cases
 
 from hpcpower import Simulation, load_workload, make_policy
-from hpcpower.results.export import PSTATE_IDS, write_all
+from hpcpower.results.export import PSTATE_IDS, _num, write_all, write_consumed_energy_csv
 from hpcpower.states import STATE_LABELS
 
 
@@ -193,7 +193,7 @@ def _energy_rows_by_loop(results):
     events += [(time_s, 1, "p", k) for k, time_s in enumerate(times.tolist())]
     events += [(s, 2, "s", -1) for s in t["start_s"] if not np.isnan(s)]
     order = sorted(range(len(events)), key=lambda i: (events[i][0], events[i][1]))
-    state = np.full(len(power), PSTATE_IDS["idle"])
+    state = np.full(len(power), PSTATE_IDS[results.config.get("initial_state") or "idle"])
     watts = float(power[np.arange(len(power)), state].sum())
     joules, clock, rows = 0.0, 0.0, []
     for time_s, _, kind, k in (events[i] for i in order):
@@ -208,9 +208,12 @@ def _energy_rows_by_loop(results):
     return rows
 
 
-@pytest.mark.parametrize("until", [None, 2.0e5])
-def test_energy_rows_are_the_plain_loops_to_the_bit(until):
-    """Nodes of three power models, so that the order of every sum matters; and mid-run."""
+@pytest.mark.parametrize(
+    ("until", "initial"), [(None, "idle"), (2.0e5, "idle"), (None, "sleeping")]
+)
+def test_energy_rows_are_the_plain_loops_to_the_bit(until, initial, tmp_path):
+    """Nodes of three power models, so that the order of every sum matters; mid-run; asleep
+    at first. The file's mean power (NA when no time passed) is the plain loop's too."""
     from conftest import DATA
 
     from hpcpower.platform import Duration, NodeType, Platform
@@ -227,10 +230,19 @@ def test_energy_rows_are_the_plain_loops_to_the_bit(until):
     )
     platform = Platform("mixed", types, tuple((i * 7) % 3 for i in range(64)))
     jobs = load_workload(DATA / "generated-markovian-3000.json.gz").jobs[:600]
-    sim = Simulation(platform, jobs, make_policy("snf-ipm"), seed=1)
+    sim = Simulation(platform, jobs, make_policy("snf-ipm"), seed=1, initial_state=initial)
     if until is None:
         results = sim.run()
     else:
         sim.run(until=until)
         results = sim.results()
-    assert energy_events(results) == _energy_rows_by_loop(results)
+    rows = _energy_rows_by_loop(results)
+    assert energy_events(results) == rows
+    write_consumed_energy_csv(results, tmp_path / "energy.csv")
+    with open(tmp_path / "energy.csv", newline="") as fh:
+        epower = [row["epower"] for row in csv.DictReader(fh)]
+    want = ["NA"] + [
+        "NA" if t == t0 else _num((j - j0) / (t - t0))
+        for (t0, j0, _, _), (t, j, _, _) in zip(rows, rows[1:], strict=False)
+    ]
+    assert epower == want and "NA" in want[1:]

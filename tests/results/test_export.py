@@ -485,6 +485,47 @@ def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
         assert (tmp_path / "blocks" / name).read_bytes() == whole, name
 
 
+def _changes_by_four_keys(results):
+    """The state-change groups of a stable sort by (time, rank, state, node), chunk by chunk."""
+    n = results.time_in_state_s.shape[0]
+    finish = np.asarray(results.jobs["finish_s"], dtype=float)
+    state = None if results.node_state is None else np.asarray(results.node_state)
+    made = [
+        export._node_changes(
+            chunk, finish, 2, state, float(results.end_s), np.arange(low, min(low + 32, n))
+        )
+        for chunk, low in zip(results.node_interval_chunks(32), range(0, n, 32), strict=True)
+    ]
+    node, new, time_s, rank = (np.concatenate([m[k] for m in made]) for k in range(4))
+    order = np.lexsort((node, new, rank, time_s))
+    node, new, time_s, rank = node[order], new[order], time_s[order], rank[order]
+    head = np.ones(len(node), dtype=bool)
+    head[1:] = (time_s[1:] != time_s[:-1]) | (rank[1:] != rank[:-1]) | (new[1:] != new[:-1])
+    heads = np.flatnonzero(head)
+    return time_s[heads], new[heads], np.append(heads, len(node)), node
+
+
+@pytest.mark.parametrize("rank_bits", [None, 1])
+def test_state_changes_are_those_of_a_sort_by_four_keys(rank_bits, monkeypatch):
+    """Jobs that take no time (ranks above 0), and a hand-made node changing 40 times at 3 s;
+    also with one bit left for the rank, which such a node outgrows (sorted by two keys)."""
+    jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 0.0), job(2, 0, 2, 10.0)]
+    jobs += [job(k, 5, 1, 0.0) for k in range(3, 8)]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    overlapping = dataclasses.replace(
+        results,
+        transitions=list(results.transitions) + [(0, 1 + k % 2, 3.0, 4.0 + k) for k in range(40)],
+    )
+    for each in (results, overlapping):
+        if rank_bits is not None:
+            instants = (len(each.interval_instants()) - 1).bit_length()
+            monkeypatch.setattr(export, "_KEY_BITS", instants + 3 + 6 + rank_bits)
+        got = export.pstate_change_arrays(each)
+        want = _changes_by_four_keys(each)
+        assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    assert int(np.diff(got[2]).max()) >= 1 and len(got[0]) > 5
+
+
 @pytest.mark.parametrize(
     ("key_bits", "at_once", "room"), [(64, 5, None), (0, 1 << 22, None), (0, 3, 1), (64, 7, 0)]
 )
@@ -509,3 +550,33 @@ def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
     got = export.pstate_change_arrays(results)
     for a, b in zip(got, want, strict=True):
         assert a.tolist() == b.tolist()
+
+
+def test_hand_made_values_are_written_as_one_at_a_time(tmp_path):
+    """Whole-number columns, a completed job on an empty gang, rows at an infinite time."""
+    values = np.array([2**60 + 1, -3, 0], dtype=np.int64)
+    assert export._num_texts(values) == [export._num(v) for v in values.tolist()]
+    assert export._num_texts(np.array([True, False])) == ["1", "0"]
+    assert export._num_texts(np.array([None, 2.5, 3], dtype=object)) == ["", "2.5", "3"]
+    assert export._gang_sums(np.full(4, 2.0), np.array([0, 2]), np.array([1, 3])).tolist() == [
+        0.0,
+        4.0,
+    ]
+    results = Simulation(tiny_platform(2), [job(0, 0, 1, 5.0)], make_policy("fcfs-easy")).run()
+    results = dataclasses.replace(results, allocations=[np.array([], dtype=np.intp)])
+    path = tmp_path / "out.csv"
+    write_jobs_csv(results, path)
+    with open(path, newline="") as fh:
+        assert next(csv.DictReader(fh))["consumed_energy"] == "0"  # (no node: 0 W for 5 s)
+    events = export.EnergyEvents(
+        np.array([1.0, np.inf, np.inf]),
+        np.array([0.0, np.inf, np.inf]),
+        np.array(["p"] * 3),
+        np.array([1.0, 2.0, 3.0]),
+    )
+    export.write_consumed_energy_csv(results, path, events)
+    with open(path, newline="") as fh:
+        assert [row["epower"] for row in csv.DictReader(fh)] == ["NA", "", "NA"]
+    # The rows of energy_events are taken as well as the arrays.
+    rows = export.energy_events(results)
+    assert export.schedule(results, rows) == export.schedule(results)
