@@ -63,17 +63,7 @@ def interval_set(nodes: np.ndarray | None) -> str:
     """Batsim interval-set notation of node ids: ``[0, 1, 2, 5] -> "0-2 5"``."""
     if nodes is None or len(nodes) == 0:
         return ""
-    ids = np.sort(np.asarray(nodes))
-    parts = []
-    start = prev = int(ids[0])
-    for x in ids[1:].tolist():
-        if x == prev + 1:
-            prev = x
-            continue
-        parts.append(f"{start}-{prev}" if prev > start else str(start))
-        start = prev = x
-    parts.append(f"{start}-{prev}" if prev > start else str(start))
-    return " ".join(parts)
+    return _interval_sets(np.array([len(nodes)]), np.asarray(nodes))[0]
 
 
 def _num(x: float) -> str:
