@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from hpcpower.engine.decisionlog import DecisionLog
-from hpcpower.engine.storage import Gangs
 from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
@@ -75,10 +74,8 @@ def _num(x: float) -> str:
 def _num_texts(values: np.ndarray) -> list[str]:
     """:func:`_num` of each value of a number array (whole numbers as ints, NaN empty)."""
     values = np.asarray(values)
-    if values.dtype.kind in "biu":  # (exact, as _num writes them)
-        return list(
-            map(str, values.astype(np.int64 if values.dtype.kind == "b" else values.dtype).tolist())
-        )
+    if values.dtype.kind in "biu":  # (exact, as _num writes them; a bool as 1 or 0)
+        return list(map(str, map(int, values.tolist())))
     if values.dtype.kind != "f":
         return list(map(_num, values.tolist()))
     values = values.astype(float, copy=False)
@@ -171,15 +168,7 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
     # A job's energy: its nodes' computing power times its run (completed jobs only).
     node_power = _power_model(results)[:, COMPUTING]
     energy = np.full(len(run), math.nan)
-    # (A run's own storage gives no job an empty gang: none means not started.)
-    allocations = results.allocations
-    if isinstance(allocations, Gangs):
-        allocated = sizes > 0
-    else:
-        allocated = np.fromiter(
-            (gang is not None for gang in allocations), dtype=bool, count=len(allocations)
-        )
-    done = completed & allocated
+    done = completed & results._allocated(sizes)
     energy[done] = _gang_sums(node_power, sizes[done], nodes[np.repeat(done, sizes)]) * run[done]
     killed = t["killed"].astype(bool)
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]

@@ -228,6 +228,19 @@ class Results:
                 at += len(gang)
         return sizes, flat
 
+    def _allocated(self, sizes: np.ndarray) -> np.ndarray:
+        """Which jobs have an allocation (``sizes``: the counts of :meth:`allocation_arrays`).
+
+        A run's own storage gives no job an empty gang, so a count of 0 means
+        none; a hand-made list may hold an empty one.
+        """
+        allocations = self.allocations
+        if isinstance(allocations, Gangs):
+            return sizes > 0
+        return np.fromiter(
+            (gang is not None for gang in allocations), dtype=bool, count=len(allocations)
+        )
+
     def node_intervals(self) -> list[tuple[int, str, float, float, int]]:
         """Every node's state intervals ``(node, state, start_s, end_s, job_id)``.
 
