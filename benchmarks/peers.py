@@ -368,6 +368,11 @@ def main() -> None:
             parser.error(f"{c.name} needs --accasim-python")
     if args.spars:
         args.spars = args.spars.resolve()
+    # Absolute, not resolved: a venv's python is a link to the base interpreter,
+    # which would run without the venv's packages. Each peer starts elsewhere.
+    for name in ("spars_python", "accasim_python"):
+        if getattr(args, name):
+            setattr(args, name, getattr(args, name).absolute())
 
     byte_compile(sys.executable, Path(__file__).resolve().parents[1] / "hpcpower")
     if args.spars and args.spars_python:
