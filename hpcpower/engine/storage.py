@@ -294,6 +294,28 @@ class Rows(_Table):
         self._settle()
         return self._columns
 
+    @property
+    def codes(self) -> str:
+        """The columns' :mod:`array` type codes."""
+        return "".join(column.typecode for column in self._columns)
+
+    def views(self) -> tuple[np.ndarray, ...]:
+        """Every column as a read-only numpy array of its own type, no copy.
+
+        The views read the rows so far; rows added later may move the
+        columns, so take them again then.
+        """
+        views = []
+        for column in self._column_arrays():
+            view = (
+                np.frombuffer(column, dtype=column.typecode)
+                if len(column)
+                else np.empty(0, dtype=column.typecode)
+            )
+            view.flags.writeable = False
+            views.append(view)
+        return tuple(views)
+
     def copy(self) -> Rows:
         """An independent copy (rows added later do not reach it)."""
         twin = object.__new__(Rows)

@@ -279,17 +279,34 @@ class Results:
         """
         end_s = float(self.end_s)
         finish = np.asarray(self.jobs["finish_s"], dtype=float)
-        moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
+        _, _, move_start, move_end = self._transition_columns()
         return np.unique(
             np.concatenate(
                 [
                     [0.0, end_s],
                     np.asarray(self.jobs["start_s"], dtype=float),
                     np.where(np.isnan(finish), end_s, finish),
-                    moves[:, 2],
-                    np.minimum(moves[:, 3], end_s),
+                    move_start,
+                    np.minimum(move_end, end_s),
                 ]
             )
+        )
+
+    def _transition_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The transitions' columns: node and state (whole numbers), start_s and end_s.
+
+        A run's own rows are read in place (no copy of a whole trace's
+        transitions as one float table); a hand-made list is converted.
+        """
+        moves = self.transitions
+        if isinstance(moves, Rows) and len(moves.codes) == 4:
+            return moves.views()  # type: ignore[return-value]
+        table = np.asarray(moves, dtype=float).reshape(-1, 4)
+        return (
+            table[:, 0].astype(np.int64),
+            table[:, 1].astype(np.int64),
+            table[:, 2].copy(),
+            table[:, 3].copy(),
         )
 
     def node_interval_chunks(self, nodes_per_chunk: int = 32) -> Iterator[dict[str, np.ndarray]]:
@@ -309,34 +326,29 @@ class Results:
         job_start = np.asarray(t["start_s"], dtype=float)
         job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
         sizes, flat = self.allocation_arrays()
-        moves = np.asarray(self.transitions, dtype=float).reshape(-1, 4)
-        # Every span: its node, and its job (>= 0) or transition (-1 - row).
-        span_node = np.concatenate([flat, moves[:, 0].astype(flat.dtype)])
+        move_node, move_state, move_start, move_end = self._transition_columns()
+        # Every span is numbered: the jobs' node ids in job order, then the
+        # transitions. Grouped node by node, each node's spans in that order.
+        per_node = np.bincount(flat, minlength=n)[:n] + np.bincount(move_node, minlength=n)[:n]
+        firsts = np.concatenate(([0], np.cumsum(per_node)))
+        by_node = _group_by_node((flat, move_node), firsts)
+        n_job_spans = len(flat)
         del flat
-        span_ref = np.concatenate(
-            [
-                np.repeat(np.arange(len(sizes), dtype=np.int32), sizes),
-                -1 - np.arange(len(moves), dtype=np.int32),
-            ]
-        )
-        # Node by node; each node's spans in the order recorded (stable).
-        by_node = np.argsort(span_node, kind="stable").astype(np.int32)
-        firsts = np.concatenate(([0], np.cumsum(np.bincount(span_node, minlength=n))))
+        job_ends = np.cumsum(sizes)
         bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
         for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
             high = min(low + nodes_per_chunk, n)
             picked = by_node[bounds[k] : bounds[k + 1]]
-            ref = span_ref[picked]
-            row = np.maximum(-1 - ref, 0)
-            job = ref >= 0
-            ref_job = np.maximum(ref, 0)
+            job = picked < n_job_spans
+            ref = np.searchsorted(job_ends, picked, side="right")  # (for a job's span)
+            row = np.where(job, 0, picked - n_job_spans)
+            ref_job = np.where(job, ref, 0)
+            moved = len(move_node) > 0
             yield _intervals(
-                span_node[picked],
-                np.where(job, job_start[ref_job], moves[row, 2] if len(moves) else 0.0),
-                np.where(
-                    job, job_end[ref_job], np.minimum(moves[row, 3], end_s) if len(moves) else 0.0
-                ),
-                np.where(job, COMPUTING, moves[row, 1] if len(moves) else 0).astype(np.int8),
+                np.repeat(np.arange(low, high, dtype=np.int64), per_node[low:high]),
+                np.where(job, job_start[ref_job], move_start[row] if moved else 0.0),
+                np.where(job, job_end[ref_job], np.minimum(move_end[row], end_s) if moved else 0.0),
+                np.where(job, COMPUTING, move_state[row] if moved else 0).astype(np.int8),
                 np.where(job, ref, -1),
                 np.arange(low, high),
                 initial,
@@ -387,6 +399,38 @@ _NO_INTS = np.zeros(0, dtype=np.int64)
 
 
 _INTERVAL_COLUMNS = ("node", "state", "start_s", "end_s", "job_id")
+
+
+#: Spans :func:`_group_by_node` sorts at once (bounded temporary arrays).
+_SPANS_AT_ONCE = 1 << 20
+
+
+def _group_by_node(parts: Sequence[np.ndarray], firsts: np.ndarray) -> np.ndarray:
+    """The span numbers grouped by node, each node's in increasing order.
+
+    ``parts`` hold the node of each span, numbered on from one part to the
+    next; ``firsts[v]`` is where node ``v``'s spans begin. The same as a
+    stable argsort of all the nodes joined, without the joined array or an
+    index array of int64 the size of the whole: each block of spans is
+    sorted alone and put after the node's spans of the blocks before.
+    """
+    total = int(firsts[-1])
+    grouped = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
+    n = len(firsts) - 1
+    cursor = firsts[:-1].copy()
+    offset = 0
+    for part in parts:
+        for low in range(0, len(part), _SPANS_AT_ONCE):
+            block = part[low : low + _SPANS_AT_ONCE]
+            order = np.argsort(block, kind="stable")
+            nodes = block[order]
+            count = np.bincount(block, minlength=n)[:n]
+            # A span's place among its node's spans of this block.
+            rank = np.arange(len(block)) - (np.cumsum(count) - count)[nodes]
+            grouped[cursor[nodes] + rank] = order + (offset + low)
+            cursor += count
+        offset += len(part)
+    return grouped
 
 
 def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) -> dict:

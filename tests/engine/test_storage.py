@@ -113,6 +113,19 @@ def test_rows_read_back_as_tuples_of_python_numbers(batch, monkeypatch):
     assert np.asarray(Rows("dd")).shape == (0, 2) and Rows("dd") == []
 
 
+def test_rows_views_are_each_column_read_only_without_a_copy():
+    rows = Rows("qbdd", [(3, 1, 0.0, 100.5), (0, 4, 2.5, 3.0)])
+    rows.append((70000, 1, 4.0, 5.0))
+    node, state, start, end = rows.views()
+    assert rows.codes == "qbdd"
+    assert [v.dtype for v in (node, state, start, end)] == [np.int64, np.int8, float, float]
+    assert node.tolist() == [3, 0, 70000] and end.tolist() == [100.5, 3.0, 5.0]
+    assert not node.flags.writeable and not end.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        start[0] = 1.0
+    assert all(v.shape == (0,) for v in Rows("qd").views())
+
+
 def test_count_rows_of_a_machine_under_32768_nodes_take_two_bytes_a_count():
     rows = [(float(t), t % 7, 1152 - t % 7, 0, 0, 0) for t in range(1000)]
     small, large = CountRows(5, largest=1152), CountRows(5, largest=50_000)

@@ -452,6 +452,28 @@ def test_state_changes_are_the_intervals_read_node_by_node_in_any_chunks():
         assert got[node][: len(changes)] == changes
 
 
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
+def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, monkeypatch):
+    """Block by block or at once, a node's spans come in increasing order, as a stable sort gives.
+
+    Two parts (a run's job spans, then its transitions) are numbered on from
+    one to the next; a block that ignored the blocks before it, or the
+    offset of the second part, would misplace spans.
+    """
+    from hpcpower.results.records import _group_by_node
+
+    monkeypatch.setattr("hpcpower.results.records._SPANS_AT_ONCE", block)
+    rng = np.random.default_rng(5)
+    n = 7
+    parts = (rng.integers(0, n, 40), rng.integers(0, n - 1, 25).astype(np.int32))
+    per_node = sum(np.bincount(p, minlength=n) for p in parts)
+    firsts = np.concatenate(([0], np.cumsum(per_node)))
+    got = _group_by_node(parts, firsts)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.argsort(np.concatenate(parts), kind="stable").tolist()
+    assert _group_by_node((np.zeros(0, dtype=np.int64),), np.zeros(n + 1, dtype=np.int64)).size == 0
+
+
 def test_overlapping_spans_leave_no_gap_before_the_latest_end():
     """Spans that overlap on a node (only a hand-made record has them) count from the latest end.
 
