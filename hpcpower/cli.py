@@ -11,6 +11,7 @@ exit status 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import signal
 import sys
@@ -83,6 +84,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0
+    # The results hold what the files need; the simulation's own objects (its
+    # jobs, processes and cluster refer to one another) are let go before the
+    # files of a whole trace are made.
+    del sim
+    gc.collect()
     paths = write_all(results, out, force=args.force, parquet=args.parquet)
     if args.json:
         from hpcpower.results.export import summary_json

@@ -133,21 +133,31 @@ def _interval_sets(sizes: np.ndarray, nodes: np.ndarray, *, ordered: bool = Fals
     return out
 
 
-def _gang_sums(values: np.ndarray, sizes: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+def _gang_sums(
+    values: np.ndarray, sizes: np.ndarray, nodes: np.ndarray, which: np.ndarray | None = None
+) -> np.ndarray:
     """``values[gang].sum()`` of each gang (``sizes`` and flat ``nodes``), bit for bit.
 
-    When every node has the same value, a gang's sum depends only on its
-    size: numpy's sum of that many copies, made once per size. Otherwise
-    each gang is summed alone.
+    ``which``: the gangs to sum (a mask; all when ``None``), read in place
+    from ``nodes`` (no copy of the ids of those gangs). When every node has
+    the same value, a gang's sum depends only on its size: numpy's sum of
+    that many copies, made once per size, without reading the ids.
+    Otherwise each gang is summed alone.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
+    picked = sizes if which is None else sizes[which]
     if len(values) and np.all(values == values[0]):
-        distinct = np.unique(sizes)
+        distinct = np.unique(picked)
         by_size = np.array([np.full(int(k), values[0]).sum() for k in distinct.tolist()])
-        return by_size[np.searchsorted(distinct, sizes)]
-    ends = np.cumsum(sizes).tolist()
+        return by_size[np.searchsorted(distinct, picked)]
+    ends = np.cumsum(sizes)
+    if which is not None:
+        ends = ends[which]
     return np.array(
-        [values[nodes[end - k : end]].sum() for k, end in zip(sizes.tolist(), ends, strict=True)],
+        [
+            values[nodes[end - k : end]].sum()
+            for k, end in zip(picked.tolist(), ends.tolist(), strict=True)
+        ],
         dtype=float,
     )
 
@@ -169,7 +179,7 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
     node_power = _power_model(results)[:, COMPUTING]
     energy = np.full(len(run), math.nan)
     done = completed & results._allocated(sizes)
-    energy[done] = _gang_sums(node_power, sizes[done], nodes[np.repeat(done, sizes)]) * run[done]
+    energy[done] = _gang_sums(node_power, sizes, nodes, done) * run[done]
     killed = t["killed"].astype(bool)
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]
     for k in np.flatnonzero(killed).tolist():
@@ -262,7 +272,8 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     """:func:`pstate_changes` as arrays ``(times, states, ptr, nodes)``.
 
     Group ``k`` is the nodes ``nodes[ptr[k]:ptr[k + 1]]`` (increasing ids,
-    int32 below 2**31 nodes) changing to ``states[k]`` at ``times[k]``.
+    int16 below 32,768 nodes, int32 below 2**31) changing to ``states[k]``
+    at ``times[k]``.
 
     A node's changes are the starts of its intervals whose state differs
     from the interval before; then, after its last interval, idle again if
@@ -345,7 +356,7 @@ def _sorted_changes(
         high = np.concatenate(highs)[order]
         del order
     # A group starts where (time, rank, state) changes; made a block at a time.
-    nodes = np.empty(m, dtype=np.int32 if node_bits < 32 else np.int64)
+    nodes = np.empty(m, dtype=_smallest_int(node_bits))
     bound = np.ones(m, dtype=bool)
     shift = np.uint64(node_bits)
     for low in range(0, m, _KEYS_AT_ONCE):
@@ -367,6 +378,11 @@ def _sorted_changes(
     return instants[at.astype(np.int64)], states, ptr, nodes
 
 
+def _smallest_int(bits: int) -> type:
+    """The smallest signed integer type that holds ``bits``-bit non-negative numbers."""
+    return np.int16 if bits < 16 else np.int32 if bits < 32 else np.int64
+
+
 def _most_changes(results: Results, n: int) -> int:
     """The most state changes a run can have (a bound for their buffer).
 
@@ -380,7 +396,7 @@ def _most_changes(results: Results, n: int) -> int:
 
 
 #: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).
-_KEYS_AT_ONCE = 1 << 22
+_KEYS_AT_ONCE = 1 << 20
 #: Bits of its sort key; changes that need more (instants among more than
 #: 2**40 or so, or a node changing very often at one instant) sort by two
 #: keys, with an index array.
@@ -519,10 +535,15 @@ def energy_event_arrays(
     # (A job that took no time ends after it starts, at the same instant.)
     event_time = np.concatenate([finish, times, t["start_s"][started]])
     event_rank = np.concatenate(
-        [np.where(finish == begin, 3, 0), np.ones(len(times), int), np.full(started.sum(), 2)]
+        [
+            np.where(finish == begin, 3, 0).astype(np.int8),
+            np.ones(len(times), np.int8),
+            np.full(started.sum(), 2, np.int8),
+        ]
     )
     # In time order, then rank; ties in the order above (a stable sort).
     order = np.lexsort((event_rank, event_time))
+    del event_rank
     kind_code = np.concatenate(
         [np.zeros(len(finish), np.int8), np.ones(len(times), np.int8), np.full(started.sum(), 2)]
     )[order]
@@ -542,19 +563,26 @@ def energy_event_arrays(
         group = nodes[bounds[k] : bounds[k + 1]]
         node_w[group] = power[group, state]
         after[k] = node_w.sum()
-    # The watts after each row: after its row's group, or the last group before.
-    changed = kind_code == 1
-    latest = np.cumsum(changed) - 1
-    watts = np.where(latest >= 0, after[np.maximum(latest, 0)], start_w)
-    # Energy so far, integrated row by row from time 0 (a running sum in
-    # row order: numpy's accumulate adds left to right, as a loop would).
-    before = np.empty(len(watts))
-    before[:1] = start_w
-    before[1:] = watts[:-1]
+    # The watts after each row: after its row's group, or the last group
+    # before (the platform's first power before any group).
+    groups_so_far = np.cumsum(kind_code == 1, dtype=np.int32 if len(kind_code) < 2**31 else None)
+    lookup = np.empty(len(after) + 1)
+    lookup[0] = start_w
+    lookup[1:] = after
+    del after
+    watts = lookup[groups_so_far]
+    del lookup, groups_so_far
+    # Energy so far, integrated row by row from time 0: each row adds the
+    # watts before it times the time since the row before (from 0 for the
+    # first), as a running sum in row order (numpy's accumulate adds left
+    # to right, as a loop would). Made in one buffer.
     steps = np.empty(len(watts) + 1)
     steps[0] = 0.0
-    steps[1:] = before * np.diff(event_time, prepend=0.0)
-    joules = np.cumsum(steps)[1:]
+    if len(watts):
+        steps[1] = start_w * (event_time[0] - 0.0)
+        np.subtract(event_time[1:], event_time[:-1], out=steps[2:])
+        steps[2:] *= watts[:-1]
+    joules = np.cumsum(steps, out=steps)[1:]
     kinds = np.array(["e", "p", "s", "f"])[kind_code]
     end_s = float(results.end_s)
     if not len(event_time) or event_time[-1] < end_s:
@@ -819,20 +847,27 @@ def write_all(
     out = check_out(out_dir, force=force)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
-        # The state changes and the energy events behind three files, made once.
+        # The state changes and the energy events behind three files are made
+        # once, and each is let go once its files are written (so that on a
+        # whole trace they are not held while the jobs' file is made).
         changes = pstate_change_arrays(results)
+        write_pstate_changes_csv(results, staging / "pstate_changes.csv", changes)
         events = energy_event_arrays(results, changes)
-        writers = {
-            "summary.json": write_summary_json,
-            "jobs.csv": write_jobs_csv,
-            "machine_states.csv": write_machine_states_csv,
-            "pstate_changes.csv": lambda r, p: write_pstate_changes_csv(r, p, changes),
-            "consumed_energy.csv": lambda r, p: write_consumed_energy_csv(r, p, events),
-            "schedule.json": lambda r, p: write_schedule_json(r, p, events),
-        }
-        for name, write in writers.items():
-            write(results, staging / name)
-        names = list(writers)
+        del changes
+        write_consumed_energy_csv(results, staging / "consumed_energy.csv", events)
+        write_schedule_json(results, staging / "schedule.json", events)
+        del events
+        write_summary_json(results, staging / "summary.json")
+        write_jobs_csv(results, staging / "jobs.csv")
+        write_machine_states_csv(results, staging / "machine_states.csv")
+        names = [
+            "summary.json",
+            "jobs.csv",
+            "machine_states.csv",
+            "pstate_changes.csv",
+            "consumed_energy.csv",
+            "schedule.json",
+        ]
         if results.decisions:
             names.append("decisions.csv")
             write_decisions_csv(results, staging / names[-1])

@@ -107,6 +107,9 @@ def test_gang_sums_are_numpys_sum_of_each_gang(uniform):
     sizes = np.array([len(g) for g in gangs])
     got = export._gang_sums(values, sizes, np.concatenate(gangs))
     assert got.tolist() == [values[g].sum() for g in gangs]
+    which = rng.random(len(gangs)) < 0.5  # (some gangs, read in place)
+    picked = export._gang_sums(values, sizes, np.concatenate(gangs), which)
+    assert picked.tolist() == [values[g].sum() for g, w in zip(gangs, which, strict=True) if w]
     if uniform:  # (and a sum of copies is not the size times the value)
         assert any(values[g].sum() != len(g) * 190.3 for g in gangs)
 
