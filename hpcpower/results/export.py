@@ -775,15 +775,19 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
     return out
 
 
+#: The files every result folder holds, in the order :func:`write_all` lists them.
+_EVERY_RUN_FILES = (
+    "summary.json",
+    "jobs.csv",
+    "machine_states.csv",
+    "pstate_changes.csv",
+    "consumed_energy.csv",
+    "schedule.json",
+)
 #: The files a result folder holds (what ``--force`` may replace).
 RESULT_FILES = frozenset(
     {
-        "summary.json",
-        "jobs.csv",
-        "machine_states.csv",
-        "pstate_changes.csv",
-        "consumed_energy.csv",
-        "schedule.json",
+        *_EVERY_RUN_FILES,
         "decisions.csv",
         "jobs.parquet",
         "nodes.parquet",
@@ -860,14 +864,7 @@ def write_all(
         write_summary_json(results, staging / "summary.json")
         write_jobs_csv(results, staging / "jobs.csv")
         write_machine_states_csv(results, staging / "machine_states.csv")
-        names = [
-            "summary.json",
-            "jobs.csv",
-            "machine_states.csv",
-            "pstate_changes.csv",
-            "consumed_energy.csv",
-            "schedule.json",
-        ]
+        names = list(_EVERY_RUN_FILES)
         if results.decisions:
             names.append("decisions.csv")
             write_decisions_csv(results, staging / names[-1])
