@@ -391,6 +391,24 @@ class CountRows(_Table):
         counts, width = self._counts, self._width
         return (self._times, *(counts[k::width] for k in range(width)))
 
+    def views(self) -> tuple[np.ndarray, ...]:
+        """The times and each column of counts as read-only numpy arrays, no copy.
+
+        As :meth:`Rows.views` (take them again after adding rows); the count
+        columns are strided views of the one array that holds them all.
+        """
+        self._settle()
+        times = np.frombuffer(self._times, dtype=float) if len(self._times) else np.empty(0)
+        counts = (
+            np.frombuffer(self._counts, dtype=self._counts.typecode)
+            if len(self._counts)
+            else np.empty(0, dtype=self._counts.typecode)
+        ).reshape(-1, self._width)
+        views = (times, *(counts[:, k] for k in range(self._width)))
+        for view in views:
+            view.flags.writeable = False
+        return views
+
     def copy(self) -> CountRows:
         """An independent copy (rows added later do not reach it)."""
         self._settle()

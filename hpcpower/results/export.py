@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from hpcpower.engine.decisionlog import DecisionLog
+from hpcpower.engine.storage import CountRows
 from hpcpower.errors import InputError, require
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
@@ -84,7 +85,14 @@ def _num_texts(values: np.ndarray) -> list[str]:
     texts[whole] = list(map(str, values[whole].astype(np.int64).tolist()))
     rest = ~whole
     if rest.any():
-        texts[rest] = list(map(_num, values[rest].tolist()))
+        # Fractions and infinities as their repr; then NaN empty, and whole
+        # numbers past int64 as Python ints write them (as _num does).
+        others = values[rest]
+        made = np.array(list(map(float.__repr__, others.tolist())), dtype=object)
+        made[np.isnan(others)] = ""
+        huge = np.flatnonzero(np.isfinite(others) & (others == np.trunc(others)))
+        made[huge] = [str(int(x)) for x in others[huge].tolist()]
+        texts[rest] = made
     return texts.tolist()
 
 
@@ -216,18 +224,26 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
 _ROWS_AT_ONCE = 1 << 16
 
 
-def _write_csv(path: str | Path, header: Sequence[str], n_rows: int, rows) -> None:
+def _write_csv(
+    path: str | Path, header: Sequence[str], n_rows: int, rows, *, plain: bool = False
+) -> None:
     """Write a CSV file whose rows ``low:high`` are the columns ``rows(low, high)`` (as text).
 
     The rows are made into text a block at a time, so that a whole trace's
-    file never has all its text in memory at once.
+    file never has all its text in memory at once. ``plain``: every field
+    is a string that ``csv`` writes as it is (numbers, interval sets, with
+    two columns or more), so the lines are joined directly: the same text.
     """
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for low in range(0, n_rows, _ROWS_AT_ONCE):
             high = min(low + _ROWS_AT_ONCE, n_rows)
-            writer.writerows(zip(*rows(low, high), strict=True))
+            if plain:
+                fh.write("\r\n".join(map(",".join, zip(*rows(low, high), strict=True))))
+                fh.write("\r\n")
+            else:
+                writer.writerows(zip(*rows(low, high), strict=True))
 
 
 #: Batsim's final state of a job in each of hpcpower's job states.
@@ -242,6 +258,17 @@ _FINAL_STATES = {
 
 def write_machine_states_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``machine_states.csv`` (state counts when they change)."""
+    if isinstance(results.state_counts, CountRows):  # (a run's own rows, read in place)
+        time_s, sleeping, on, idle, computing, off = results.state_counts.views()
+
+        def rows(low: int, high: int) -> tuple:
+            return (
+                _num_texts(time_s[low:high]),
+                *(_num_texts(c[low:high]) for c in (sleeping, on, off, idle, computing)),
+            )
+
+        _write_csv(path, MACHINE_COLUMNS, len(time_s), rows, plain=True)
+        return
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(MACHINE_COLUMNS)
@@ -355,17 +382,8 @@ def _sorted_changes(
         keys = keys[order]
         high = np.concatenate(highs)[order]
         del order
-    # A group starts where (time, rank, state) changes; made a block at a time.
-    nodes = np.empty(m, dtype=_smallest_int(node_bits))
-    bound = np.ones(m, dtype=bool)
+    nodes, bound = _nodes_and_group_starts(keys, node_bits)
     shift = np.uint64(node_bits)
-    for low in range(0, m, _KEYS_AT_ONCE):
-        block = keys[low : low + _KEYS_AT_ONCE]
-        nodes[low : low + len(block)] = block & np.uint64((1 << node_bits) - 1)
-        group = block >> shift
-        bound[low + 1 : low + len(block)] = group[1:] != group[:-1]
-        if low:
-            bound[low] = group[0] != keys[low - 1] >> shift
     if not packed:
         bound[1:] |= high[1:] != high[:-1]
     heads = np.flatnonzero(bound)
@@ -376,6 +394,25 @@ def _sorted_changes(
     states = ((head_keys >> shift) & np.uint64(7)).astype(np.int64)
     ptr = np.append(heads, m).astype(np.int64)
     return instants[at.astype(np.int64)], states, ptr, nodes
+
+
+def _nodes_and_group_starts(keys: np.ndarray, node_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The node of each sorted key, and where a group starts: where (time, rank, state) changes.
+
+    Made a block of keys at a time (bounded temporaries, let go on return).
+    """
+    m = len(keys)
+    nodes = np.empty(m, dtype=_smallest_int(node_bits))
+    bound = np.ones(m, dtype=bool)
+    shift = np.uint64(node_bits)
+    for low in range(0, m, _KEYS_AT_ONCE):
+        block = keys[low : low + _KEYS_AT_ONCE]
+        nodes[low : low + len(block)] = block & np.uint64((1 << node_bits) - 1)
+        group = block >> shift
+        bound[low + 1 : low + len(block)] = group[1:] != group[:-1]
+        if low:
+            bound[low] = group[0] != keys[low - 1] >> shift
+    return nodes, bound
 
 
 def _smallest_int(bits: int) -> type:
@@ -464,10 +501,10 @@ def write_pstate_changes_csv(
         return (
             _num_texts(times[low:high]),
             _interval_sets(np.diff(ptr[low : high + 1]), group, ordered=True),
-            states[low:high].tolist(),
+            list(map(str, states[low:high].tolist())),
         )
 
-    _write_csv(path, ("time", "machine_id", "new_pstate"), len(times), rows)
+    _write_csv(path, ("time", "machine_id", "new_pstate"), len(times), rows, plain=True)
 
 
 class EnergyEvents(NamedTuple):
@@ -557,12 +594,7 @@ def energy_event_arrays(
     # sum of that array, as numpy sums it.
     node_w = power[:, PSTATE_IDS[initial]].copy()
     start_w = float(node_w.sum())
-    after = np.empty(len(times))
-    bounds = ptr.tolist()
-    for k, state in enumerate(states.tolist()):
-        group = nodes[bounds[k] : bounds[k + 1]]
-        node_w[group] = power[group, state]
-        after[k] = node_w.sum()
+    after = _watts_after_groups(node_w, power, states, ptr, nodes)
     # The watts after each row: after its row's group, or the last group
     # before (the platform's first power before any group).
     groups_so_far = np.cumsum(kind_code == 1, dtype=np.int32 if len(kind_code) < 2**31 else None)
@@ -598,6 +630,52 @@ def energy_event_arrays(
     return EnergyEvents(event_time, joules, kinds, watts)
 
 
+#: Up to this many nodes, :func:`_watts_after_groups` makes a block of groups'
+#: node watts as one table (cheaper than a step per group on a small machine).
+_TABLE_NODES = 256
+#: Cells of that table made at once (bounded temporaries).
+_CELLS_AT_ONCE = 1 << 18
+
+
+def _watts_after_groups(
+    node_w: np.ndarray, power: np.ndarray, states: np.ndarray, ptr: np.ndarray, nodes: np.ndarray
+) -> np.ndarray:
+    """The platform's watts after each group of changes: ``node_w.sum()`` as numpy sums it.
+
+    ``node_w`` (each node's watts, changed to ``power[node, state]`` group
+    by group: see :func:`pstate_change_arrays`) ends as after the last
+    group. On a small machine a block of groups becomes a table, a row of
+    every node's watts per group, and numpy sums each row as it sums one
+    array (the same pairwise order); on a large one, group by group.
+    """
+    n = len(node_w)
+    sizes = np.diff(ptr)
+    new_w = power[nodes, np.repeat(states, sizes)]
+    after = np.empty(len(states))
+    if n <= _TABLE_NODES:
+        rows = max(1, _CELLS_AT_ONCE // max(n, 1))
+        for low in range(0, len(states), rows):
+            high = min(low + rows, len(states))
+            first, stop = int(ptr[low]), int(ptr[high])
+            # Each cell: the latest change of its node up to its group (-1: none yet).
+            latest = np.full((high - low, n), -1, dtype=np.int64)
+            groups = np.repeat(np.arange(high - low), sizes[low:high])
+            latest[groups, nodes[first:stop]] = np.arange(first, stop)
+            np.maximum.accumulate(latest, axis=0, out=latest)
+            table = np.where(latest >= 0, new_w[np.maximum(latest, 0)], node_w)
+            after[low:high] = table.sum(axis=1)
+            if high > low:
+                node_w[:] = table[-1]
+        return after
+    bounds = ptr.tolist()
+    total = node_w.sum
+    for k in range(len(after)):
+        low, high = bounds[k], bounds[k + 1]
+        node_w[nodes[low:high]] = new_w[low:high]
+        after[k] = total()
+    return after
+
+
 def write_consumed_energy_csv(
     results: Results, path: str | Path, events: EnergyEvents | Sequence[tuple] | None = None
 ) -> None:
@@ -631,7 +709,9 @@ def write_consumed_energy_csv(
             epower,
         )
 
-    _write_csv(path, ("time", "energy", "event_type", "wattmin", "epower"), n, rows)
+    # (Plain text unless a hand-made row's event type is one csv would quote.)
+    plain = not np.isin(events.kind, [",", '"', "\r", "\n"]).any()
+    _write_csv(path, ("time", "energy", "event_type", "wattmin", "epower"), n, rows, plain=plain)
 
 
 def schedule(

@@ -142,6 +142,17 @@ def test_count_rows_of_a_machine_under_32768_nodes_take_two_bytes_a_count():
         small.append(1e6 + 1, [0, 0, 0, 0, 0])
 
 
+def test_count_rows_views_are_the_times_and_each_count_column_read_only():
+    rows = CountRows(3, largest=1152)
+    for k in range(4):
+        rows.append(float(k) / 2, [k, 10 + k, 20 + k])
+    times, a, b, c = rows.views()  # (the last row settled into the arrays first)
+    assert times.tolist() == [0.0, 0.5, 1.0, 1.5] and c.tolist() == [20, 21, 22, 23]
+    assert a.dtype == np.int16 and b.tolist() == [10, 11, 12, 13]
+    assert not times.flags.writeable and not b.flags.writeable
+    assert [v.shape for v in CountRows(2).views()] == [(0,), (0,), (0,)]
+
+
 def test_count_rows_read_back_as_tuples_of_python_numbers():
     rows = CountRows(5)
     rows.append(0.0, [1, 2, 3, 4, 5])

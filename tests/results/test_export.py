@@ -477,6 +477,35 @@ def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, m
     assert _group_by_node((np.zeros(0, dtype=np.int64),), np.zeros(n + 1, dtype=np.int64)).size == 0
 
 
+@pytest.mark.parametrize(("table_nodes", "cells"), [(0, 1), (256, 1), (256, 70), (256, 1 << 18)])
+def test_watts_after_each_group_are_the_sums_a_plain_loop_makes(table_nodes, cells, monkeypatch):
+    """By group or as tables of blocks of groups: numpy's sum of every node's watts, bit for bit.
+
+    Values of very different sizes make the order of the sum show; a node
+    changes in many groups, some groups hold one node, one holds them all.
+    """
+    monkeypatch.setattr(export, "_TABLE_NODES", table_nodes)
+    monkeypatch.setattr(export, "_CELLS_AT_ONCE", cells)
+    rng = np.random.default_rng(11)
+    n = 37
+    power = rng.uniform(1, 400, (n, 5)) * rng.choice([1e-3, 1.0, 1e6], (n, 5))
+    groups = [np.sort(rng.choice(n, size=k, replace=False)) for k in rng.integers(1, 6, 300)]
+    groups[100] = np.arange(n)
+    states = rng.integers(0, 5, len(groups))
+    ptr = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
+    start = power[:, 2].copy()
+    node_w = start.copy()
+    got = export._watts_after_groups(node_w, power, states, ptr, np.concatenate(groups))
+    expected, exact, plain = [], [], start.copy()
+    for group, state in zip(groups, states.tolist(), strict=True):
+        plain[group] = power[group, state]
+        expected.append(plain.sum())
+        exact.append(math.fsum(plain))
+    assert got.tolist() == expected
+    assert node_w.tolist() == plain.tolist()
+    assert expected != exact  # (so a sum in another order would fail)
+
+
 def test_overlapping_spans_leave_no_gap_before_the_latest_end():
     """Spans that overlap on a node (only a hand-made record has them) count from the latest end.
 
