@@ -635,6 +635,8 @@ def energy_event_arrays(
 _TABLE_NODES = 256
 #: Cells of that table made at once (bounded temporaries).
 _CELLS_AT_ONCE = 1 << 18
+#: Groups whose new watts are looked up at once on a larger machine.
+_GROUPS_AT_ONCE = 1 << 16
 
 
 def _watts_after_groups(
@@ -646,33 +648,34 @@ def _watts_after_groups(
     by group: see :func:`pstate_change_arrays`) ends as after the last
     group. On a small machine a block of groups becomes a table, a row of
     every node's watts per group, and numpy sums each row as it sums one
-    array (the same pairwise order); on a large one, group by group.
+    array (the same pairwise order); on a large one, group by group. The
+    new watts are looked up a block of groups at a time (bounded memory).
     """
     n = len(node_w)
-    sizes = np.diff(ptr)
-    new_w = power[nodes, np.repeat(states, sizes)]
     after = np.empty(len(states))
-    if n <= _TABLE_NODES:
-        rows = max(1, _CELLS_AT_ONCE // max(n, 1))
-        for low in range(0, len(states), rows):
-            high = min(low + rows, len(states))
-            first, stop = int(ptr[low]), int(ptr[high])
+    table = n <= _TABLE_NODES
+    rows = max(1, _CELLS_AT_ONCE // max(n, 1)) if table else _GROUPS_AT_ONCE
+    total = node_w.sum
+    for low in range(0, len(states), rows):
+        high = min(low + rows, len(states))
+        first, stop = int(ptr[low]), int(ptr[high])
+        sizes = np.diff(ptr[low : high + 1])
+        changed = nodes[first:stop]
+        new_w = power[changed, np.repeat(states[low:high], sizes)]
+        if table:
             # Each cell: the latest change of its node up to its group (-1: none yet).
             latest = np.full((high - low, n), -1, dtype=np.int64)
-            groups = np.repeat(np.arange(high - low), sizes[low:high])
-            latest[groups, nodes[first:stop]] = np.arange(first, stop)
+            latest[np.repeat(np.arange(high - low), sizes), changed] = np.arange(stop - first)
             np.maximum.accumulate(latest, axis=0, out=latest)
-            table = np.where(latest >= 0, new_w[np.maximum(latest, 0)], node_w)
-            after[low:high] = table.sum(axis=1)
-            if high > low:
-                node_w[:] = table[-1]
-        return after
-    bounds = ptr.tolist()
-    total = node_w.sum
-    for k in range(len(after)):
-        low, high = bounds[k], bounds[k + 1]
-        node_w[nodes[low:high]] = new_w[low:high]
-        after[k] = total()
+            watts = np.where(latest >= 0, new_w[np.maximum(latest, 0)], node_w)
+            after[low:high] = watts.sum(axis=1)
+            node_w[:] = watts[-1]
+            continue
+        bounds = (ptr[low : high + 1] - first).tolist()
+        for k in range(high - low):
+            a, b = bounds[k], bounds[k + 1]
+            node_w[changed[a:b]] = new_w[a:b]
+            after[low + k] = total()
     return after
 
 

@@ -477,8 +477,13 @@ def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, m
     assert _group_by_node((np.zeros(0, dtype=np.int64),), np.zeros(n + 1, dtype=np.int64)).size == 0
 
 
-@pytest.mark.parametrize(("table_nodes", "cells"), [(0, 1), (256, 1), (256, 70), (256, 1 << 18)])
-def test_watts_after_each_group_are_the_sums_a_plain_loop_makes(table_nodes, cells, monkeypatch):
+@pytest.mark.parametrize(
+    ("table_nodes", "cells", "groups"),
+    [(0, 1, 7), (0, 1, 1 << 16), (256, 1, 1), (256, 70, 1), (256, 1 << 18, 1)],
+)
+def test_watts_after_each_group_are_the_sums_a_plain_loop_makes(
+    table_nodes, cells, groups, monkeypatch
+):
     """By group or as tables of blocks of groups: numpy's sum of every node's watts, bit for bit.
 
     Values of very different sizes make the order of the sum show; a node
@@ -486,6 +491,7 @@ def test_watts_after_each_group_are_the_sums_a_plain_loop_makes(table_nodes, cel
     """
     monkeypatch.setattr(export, "_TABLE_NODES", table_nodes)
     monkeypatch.setattr(export, "_CELLS_AT_ONCE", cells)
+    monkeypatch.setattr(export, "_GROUPS_AT_ONCE", groups)
     rng = np.random.default_rng(11)
     n = 37
     power = rng.uniform(1, 400, (n, 5)) * rng.choice([1e-3, 1.0, 1e6], (n, 5))
