@@ -346,14 +346,19 @@ def _sorted_changes(
     # The keys go into one buffer as they are made (pages never written take
     # no memory), grown only if the changes outnumber the bound.
     keys = np.empty(_most_changes(results, n), dtype=np.uint64)
+    spans = _span_count(results)
+    # Chunks of about _SPANS_PER_CHUNK spans: whole nodes, at least one.
+    chunk_nodes = max(1, min(n, _SPANS_PER_CHUNK * n // max(spans, 1)))
     m = 0
     highs: list[np.ndarray] = []  # (the instants, when a key does not hold them)
     # Each chunk holds whole nodes: their changes are made there, compactly.
     for chunk, low in zip(
-        results.node_interval_chunks(_CHUNK), range(0, max(n, 1), _CHUNK), strict=True
+        results.node_interval_chunks(chunk_nodes),
+        range(0, max(n, 1), chunk_nodes),
+        strict=True,
     ):
         c_node, c_state, c_time, rank = _node_changes(
-            chunk, finish, initial, node_state, end_s, np.arange(low, min(low + _CHUNK, n))
+            chunk, finish, initial, node_state, end_s, np.arange(low, min(low + chunk_nodes, n))
         )
         at = np.searchsorted(instants, c_time)
         found = instants[np.minimum(at, len(instants) - 1)]
@@ -427,9 +432,13 @@ def _most_changes(results: Results, n: int) -> int:
     per node, the tail after its last span, the idle after a job that ends
     with the run, its initial state and its state at the end.
     """
+    return 2 * _span_count(results) + 4 * n
+
+
+def _span_count(results: Results) -> int:
+    """The spans of a run's nodes: their jobs (the nodes each asked for) and transitions."""
     started = ~np.isnan(np.asarray(results.jobs["start_s"], dtype=float))
-    spans = int(np.asarray(results.jobs["res"])[started].sum()) + len(results.transitions)
-    return 2 * spans + 4 * n
+    return int(np.asarray(results.jobs["res"])[started].sum()) + len(results.transitions)
 
 
 #: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).
@@ -440,8 +449,9 @@ _KEYS_AT_ONCE = 1 << 20
 _KEY_BITS = 64
 
 
-#: Nodes a chunk of :func:`pstate_change_arrays` holds.
-_CHUNK = 32
+#: Spans a chunk of :func:`pstate_change_arrays` holds, about (whole nodes): the
+#: chunk's temporaries stay small, and so does what the allocator keeps of them.
+_SPANS_PER_CHUNK = 1 << 15
 
 
 def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes) -> tuple:

@@ -624,6 +624,17 @@ def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
         assert a.tolist() == b.tolist()
 
 
+def test_state_changes_do_not_depend_on_how_many_spans_a_chunk_holds(monkeypatch):
+    """One node a chunk, a few, or every node at once: the same changes."""
+    jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:150]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    want = export.pstate_change_arrays(results)
+    for spans in (1, 300, 1 << 30):
+        monkeypatch.setattr(export, "_SPANS_PER_CHUNK", spans)
+        got = export.pstate_change_arrays(results)
+        assert all(a.tolist() == b.tolist() for a, b in zip(got, want, strict=True)), spans
+
+
 def test_hand_made_values_are_written_as_one_at_a_time(tmp_path):
     """Whole-number columns, a completed job on an empty gang, rows at an infinite time."""
     values = np.array([2**60 + 1, -3, 0], dtype=np.int64)
