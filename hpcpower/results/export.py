@@ -221,7 +221,7 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
 
 
 #: Rows of a CSV file made into text at once (bounded memory on whole traces).
-_ROWS_AT_ONCE = 1 << 16
+_ROWS_AT_ONCE = 1 << 14
 
 
 def _write_csv(
