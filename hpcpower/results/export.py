@@ -259,15 +259,15 @@ _FINAL_STATES = {
 def write_machine_states_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``machine_states.csv`` (state counts when they change)."""
     if isinstance(results.state_counts, CountRows):  # (a run's own rows, read in place)
-        time_s, sleeping, on, idle, computing, off = results.state_counts.views()
+        times, *counts = results.state_counts.views()
+        # The rows hold sleeping, switching on, idle, computing, switching
+        # off; Batsim's columns put switching off third.
+        columns = [counts[k] for k in (0, 1, 4, 2, 3)]
 
         def rows(low: int, high: int) -> tuple:
-            return (
-                _num_texts(time_s[low:high]),
-                *(_num_texts(c[low:high]) for c in (sleeping, on, off, idle, computing)),
-            )
+            return (_num_texts(times[low:high]), *(_num_texts(c[low:high]) for c in columns))
 
-        _write_csv(path, MACHINE_COLUMNS, len(time_s), rows, plain=True)
+        _write_csv(path, MACHINE_COLUMNS, len(times), rows, plain=True)
         return
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
@@ -407,7 +407,7 @@ def _nodes_and_group_starts(keys: np.ndarray, node_bits: int) -> tuple[np.ndarra
     Made a block of keys at a time (bounded temporaries, let go on return).
     """
     m = len(keys)
-    nodes = np.empty(m, dtype=_smallest_int(node_bits))
+    nodes: np.ndarray = np.empty(m, dtype=_smallest_int(node_bits))
     bound = np.ones(m, dtype=bool)
     shift = np.uint64(node_bits)
     for low in range(0, m, _KEYS_AT_ONCE):
