@@ -335,6 +335,7 @@ class Results:
         n_job_spans = len(flat)
         del flat
         job_ends = np.cumsum(sizes)
+        moved = len(move_node) > 0
         bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
         for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
             high = min(low + nodes_per_chunk, n)
@@ -343,7 +344,6 @@ class Results:
             ref = np.searchsorted(job_ends, picked, side="right")  # (for a job's span)
             row = np.where(job, 0, picked - n_job_spans)
             ref_job = np.where(job, ref, 0)
-            moved = len(move_node) > 0
             yield _intervals(
                 np.repeat(np.arange(low, high, dtype=np.int64), per_node[low:high]),
                 np.where(job, job_start[ref_job], move_start[row] if moved else 0.0),
