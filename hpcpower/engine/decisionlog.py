@@ -24,6 +24,14 @@ order they first appeared in the log; ``numpy`` scalars come back as the
 Python scalars they equal. Reading goes block by block, so iterating over
 a long log (to write ``decisions.csv``) never expands it whole.
 
+A long log keeps only its latest blocks in memory: beyond
+:attr:`DecisionLog.KEEP_BLOCKS`, blocks move to an anonymous temporary
+file (in :func:`tempfile.gettempdir`, gone when the log is, even after a
+crash) and are read back one at a time. A whole trace's log (millions of
+passes) then costs the run a few megabytes instead of a hundred. Where the
+file cannot be written, blocks stay in memory. A pickled log holds every
+block itself.
+
 How much is kept is the simulation's ``decisions`` setting (:data:`LEVELS`).
 """
 
@@ -33,8 +41,11 @@ import bisect
 import functools
 import itertools
 import operator
+import os
+import pickle
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -262,6 +273,22 @@ class _Block:
         self.n = n
         self.parts = parts
 
+    def nbytes(self) -> int:
+        """Bytes of its parts' arrays (see :meth:`_Part.nbytes`)."""
+        return sum(part.nbytes() for part in self.parts.values())
+
+
+class _Spilled:
+    """Where a block moved to in the log's file: its place, length, rows and size."""
+
+    __slots__ = ("offset", "length", "n", "size")
+
+    def __init__(self, offset: int, length: int, n: int, size: int) -> None:
+        self.offset = offset
+        self.length = length
+        self.n = n
+        self.size = size
+
 
 class DecisionLog(Sequence[dict[str, Any]]):
     """A sequence of notes (dicts), stored in compressed columns; appended to, never changed.
@@ -272,10 +299,18 @@ class DecisionLog(Sequence[dict[str, Any]]):
 
     #: Notes held as dicts before they are compressed, as one block.
     BATCH = 2048
+    #: Blocks held in memory; beyond them, blocks move to a temporary file
+    #: (64 blocks: 131,072 passes, a few megabytes). ``None``: all in memory.
+    KEEP_BLOCKS: int | None = 64
 
     def __init__(self) -> None:
         self._rows = 0  # rows in the blocks
-        self._blocks: list[_Block] = []
+        self._blocks: list[_Block | _Spilled] = []
+        # The file blocks moved to (shared with copies: blocks are only appended),
+        # how many of the first blocks are there, and whether moving failed.
+        self._file: Any = None
+        self._spilled = 0
+        self._spill_failed = False
         self._firsts: list[int] = []  # first row of each block
         #: Every key in order of first appearance, with its string table.
         self._keys: dict[str, tuple[dict[str, int], list[str]]] = {}
@@ -319,6 +354,55 @@ class DecisionLog(Sequence[dict[str, Any]]):
         self._blocks.append(_Block(len(pending), parts))
         self._rows += len(pending)
         self._pending = []
+        keep = self.KEEP_BLOCKS
+        if keep is not None and len(self._blocks) - self._spilled > keep:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Move the blocks held in memory to the log's file (kept in memory if it fails)."""
+        if self._spill_failed:
+            return
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="hpcpower-decisions-")
+            fh = self._file
+            fh.seek(0, os.SEEK_END)
+            moved = []
+            for b in range(self._spilled, len(self._blocks)):
+                block = cast(_Block, self._blocks[b])  # (those after the moved ones)
+                data = pickle.dumps(block, protocol=pickle.HIGHEST_PROTOCOL)
+                moved.append(_Spilled(fh.tell(), len(data), block.n, block.nbytes()))
+                fh.write(data)
+            fh.flush()
+        except OSError:
+            # (No room or no temporary folder: the log stays in memory.)
+            self._spill_failed = True
+            return
+        self._blocks[self._spilled :] = moved
+        self._spilled = len(self._blocks)
+        self._read = None
+
+    def _block(self, b: int) -> _Block:
+        """Block ``b``, read back from the log's file if it moved there."""
+        block = self._blocks[b]
+        if isinstance(block, _Block):
+            return block
+        fh = self._file
+        fh.seek(block.offset)
+        data = fh.read(block.length)
+        if len(data) != block.length:
+            raise OSError(f"the decision log's temporary file lost block {b}")
+        return pickle.loads(data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every block held in the pickle itself (the file is this process's)."""
+        self._flush()
+        state = dict(self.__dict__)
+        state["_blocks"] = [self._block(b) for b in range(len(self._blocks))]
+        state["_file"] = None
+        state["_spilled"] = 0
+        state["_read"] = None
+        return state
 
     def __len__(self) -> int:
         return self._rows + len(self._pending)
@@ -327,7 +411,7 @@ class DecisionLog(Sequence[dict[str, Any]]):
         """Block ``b``'s rows as dicts (the latest block read is kept)."""
         if self._read is not None and self._read[0] == b:
             return self._read[1]
-        block = self._blocks[b]
+        block = self._block(b)
         columns = [
             (key, _decode(part, block.n, self._keys[key][1]))
             for key in self._keys
@@ -376,6 +460,8 @@ class DecisionLog(Sequence[dict[str, Any]]):
         twin._rows = self._rows
         twin._blocks = list(self._blocks)
         twin._firsts = list(self._firsts)
+        twin._file, twin._spilled = self._file, self._spilled
+        twin._spill_failed = self._spill_failed
         twin._keys = {
             key: (dict(codes), list(strings)) for key, (codes, strings) in self._keys.items()
         }
@@ -431,7 +517,8 @@ class DecisionLog(Sequence[dict[str, Any]]):
     def _iter_columns(self, keys: Sequence[str], column, missing: Any) -> Iterator[list]:
         """Per block, the values of each of ``keys`` (``column(part, n, strings)``)."""
         self._flush()
-        for block in self._blocks:
+        for b in range(len(self._blocks)):
+            block = self._block(b)
             n = block.n
             yield [
                 itertools.repeat(missing, n)
@@ -447,7 +534,8 @@ class DecisionLog(Sequence[dict[str, Any]]):
             raise KeyError(key)
         out: list[Any] = []
         strings = self._keys[key][1]
-        for block in self._blocks:
+        for b in range(len(self._blocks)):
+            block = self._block(b)
             part = block.parts.get(key)
             if part is None:
                 out.extend([None] * block.n)
@@ -456,9 +544,15 @@ class DecisionLog(Sequence[dict[str, Any]]):
         return out
 
     def nbytes(self) -> int:
-        """Bytes held by the blocks' arrays (the tables of strings not counted)."""
+        """Bytes of the blocks' arrays, in memory or in the file (string tables not counted)."""
         self._flush()
-        return sum(part.nbytes() for block in self._blocks for part in block.parts.values())
+        return sum(
+            block.nbytes() if isinstance(block, _Block) else block.size for block in self._blocks
+        )
+
+    def spilled_blocks(self) -> int:
+        """How many blocks moved to the log's temporary file (see :attr:`KEEP_BLOCKS`)."""
+        return self._spilled
 
     def __repr__(self) -> str:
         return f"<DecisionLog {len(self)} rows, {len(self._keys)} columns>"

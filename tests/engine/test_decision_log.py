@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import pickle
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -28,10 +30,11 @@ NOTES = st.lists(st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=len(KEY
 
 
 @settings(max_examples=200, deadline=None)
-@given(NOTES, st.integers(min_value=1, max_value=7))
-def test_every_row_reads_back_as_the_note_that_went_in(notes, batch):
+@given(NOTES, st.integers(min_value=1, max_value=7), st.sampled_from([None, 0, 1, 3]))
+def test_every_row_reads_back_as_the_note_that_went_in(notes, batch, keep):
     log = DecisionLog()
     log.BATCH = batch  # small batches: rows cross many flushes
+    log.KEEP_BLOCKS = keep  # and many of their blocks move to the log's file
     log.extend(notes)
     assert len(log) == len(notes)
     for got, want in zip(log, notes, strict=True):
@@ -44,6 +47,7 @@ def test_every_row_reads_back_as_the_note_that_went_in(notes, batch):
     ]
     if notes:
         assert log[-1] == notes[-1] and log[: len(notes)] == notes
+    assert pickle.loads(pickle.dumps(log)) == notes
 
 
 def _python_type(value):
@@ -79,6 +83,63 @@ def test_runs_of_equal_values_are_stored_once_and_read_back_in_place():
     # time_s a float a row; cv two runs and n ten per block of 2048 rows;
     # target's marks one bit a row.
     assert log.nbytes() < 10_000 * 8 + 10_000 * 2 // 8 + 5 * (2 * 12 + 10 * 12 + 2 * 12 * 8)
+
+
+def _spilling_log(keep: int | None) -> DecisionLog:
+    log = DecisionLog()
+    log.BATCH, log.KEEP_BLOCKS = 10, keep
+    return log
+
+
+def test_blocks_beyond_the_kept_ones_move_to_a_file_and_read_back_the_same():
+    notes = [{"time_s": k / 3, "mode": "icon" if k % 5 else "fallback", "n": k} for k in range(95)]
+    kept, moved = _spilling_log(None), _spilling_log(2)
+    kept.extend(notes)
+    moved.extend(notes)
+    # 9 whole blocks: each time 3 are in memory (more than 2), the 3 move.
+    assert (kept.spilled_blocks(), moved.spilled_blocks()) == (0, 9)
+    assert moved._file is not None and kept._file is None
+    assert list(moved) == notes and moved[37] == notes[37] and moved[-1] == notes[-1]
+    keys = kept.keys()
+    assert list(moved.csv_lines(keys)) == list(kept.csv_lines(keys))
+    assert moved.column("n") == list(range(95)) and moved.nbytes() == kept.nbytes()
+    copy = moved.copy()  # (shares the file, which is only appended to)
+    moved.extend(notes)
+    assert moved.spilled_blocks() == 18 and len(moved) == 190
+    assert list(copy) == notes and list(moved) == notes + notes
+    restored = pickle.loads(pickle.dumps(moved))
+    assert restored._file is None and restored.spilled_blocks() == 0
+    assert list(restored) == notes + notes
+
+
+def test_a_log_whose_file_cannot_be_written_stays_in_memory(monkeypatch):
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_room)
+    notes = [{"time_s": float(k), "n": k} for k in range(60)]
+    log = _spilling_log(1)
+    log.extend(notes)
+    assert log.spilled_blocks() == 0 and log._file is None
+    assert list(log) == notes
+
+
+def test_a_run_whose_log_moved_to_a_file_writes_the_same_decisions(monkeypatch, tmp_path):
+    from hpcpower.results.export import write_decisions_csv
+
+    def run(keep: int | None):
+        monkeypatch.setattr(DecisionLog, "BATCH", 64)
+        monkeypatch.setattr(DecisionLog, "KEEP_BLOCKS", keep)
+        return Simulation.from_scenario(
+            "scenarios/paper/markovian.toml", policy__name="snf-icon", workload__first=300
+        ).run()
+
+    kept, moved = run(None), run(1)
+    assert moved.decisions.spilled_blocks() > 10 and kept.decisions.spilled_blocks() == 0
+    write_decisions_csv(kept, tmp_path / "kept.csv")
+    write_decisions_csv(moved, tmp_path / "moved.csv")
+    assert (tmp_path / "moved.csv").read_bytes() == (tmp_path / "kept.csv").read_bytes()
+    assert moved.summary == kept.summary
 
 
 @pytest.mark.parametrize("policy", ["snf-icon", "snf-ipm", "fcfs-easy-ipm"])
