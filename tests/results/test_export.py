@@ -463,13 +463,15 @@ def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, m
     one to the next; a block that ignored the blocks before it, or the
     offset of the second part, would misplace spans.
     """
-    from hpcpower.results.records import _group_by_node
+    from hpcpower.results.records import _group_by_node, _node_counts
 
     monkeypatch.setattr("hpcpower.results.records._SPANS_AT_ONCE", block)
     rng = np.random.default_rng(5)
     n = 7
     parts = (rng.integers(0, n, 40), rng.integers(0, n - 1, 25).astype(np.int32))
     per_node = sum(np.bincount(p, minlength=n) for p in parts)
+    assert (_node_counts(parts[0], n) + _node_counts(parts[1], n)).tolist() == per_node.tolist()
+    assert _node_counts(parts[1][:0], n).tolist() == [0] * n
     firsts = np.concatenate(([0], np.cumsum(per_node)))
     got = _group_by_node(parts, firsts)
     assert got.dtype == np.int32
