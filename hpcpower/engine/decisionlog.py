@@ -49,6 +49,9 @@ from typing import Any, cast
 
 import numpy as np
 
+#: Reads at an offset without moving the file's position, where the system has it.
+_PREAD = getattr(os, "pread", None)
+
 #: What the log keeps: every pass, the passes that did something (started a
 #: job or switched a node), or nothing.
 LEVELS = ("full", "changes", "off")
@@ -388,8 +391,11 @@ class DecisionLog(Sequence[dict[str, Any]]):
         if isinstance(block, _Block):
             return block
         fh = self._file
-        fh.seek(block.offset)
-        data = fh.read(block.length)
+        if _PREAD is not None:  # (no shared file position: safe in a forked process too)
+            data = _PREAD(fh.fileno(), block.length, block.offset)
+        else:  # pragma: no cover - Windows
+            fh.seek(block.offset)
+            data = fh.read(block.length)
         if len(data) != block.length:
             raise OSError(f"the decision log's temporary file lost block {b}")
         return pickle.loads(data)
