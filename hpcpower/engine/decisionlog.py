@@ -383,7 +383,6 @@ class DecisionLog(Sequence[dict[str, Any]]):
             return
         self._blocks[self._spilled :] = moved
         self._spilled = len(self._blocks)
-        self._read = None
 
     def _block(self, b: int) -> _Block:
         """Block ``b``, read back from the log's file if it moved there."""
