@@ -17,7 +17,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,6 +26,7 @@ import numpy as np
 from hpcpower.engine.decisionlog import DecisionLog
 from hpcpower.engine.storage import CountRows
 from hpcpower.errors import InputError, require
+from hpcpower.results._memory import release_free_memory
 from hpcpower.results.records import Results
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
 
@@ -312,46 +313,32 @@ def pstate_change_arrays(results: Results) -> tuple[np.ndarray, np.ndarray, np.n
     keep their order through their *rank*, the number of changes the node
     already had at that instant, so groups go by (time, rank, state).
     """
-    n = results.time_in_state_s.shape[0]
-    # Each change becomes one integer key that sorts as (time, rank, state,
-    # node): the instant's index among the intervals' instants, the rank, the
-    # state and the node, each in the bits it needs, the rank in all the bits
-    # left. Where they do not fit in 64 (or a rank outgrows its bits), the
-    # instant is a second key, sorted with an index array.
     instants = results.interval_instants()
-    node_bits = max(1, (n - 1).bit_length())
-    spare = _KEY_BITS - max(1, (len(instants) - 1).bit_length()) - 3 - node_bits
-    if spare >= 1:
-        try:
-            return _sorted_changes(results, instants, node_bits, spare, packed=True)
-        except _RankOverflow:
-            pass
-    return _sorted_changes(results, instants, node_bits, 61 - node_bits, packed=False)
+    try:
+        return _placed_changes(results, instants)
+    except _RankOverflow:
+        return _sorted_changes(results, instants)
 
 
 class _RankOverflow(Exception):
-    """A node changed state more often at one instant than its key's rank field holds."""
+    """A node changed state more often at one instant than a change's code holds."""
 
 
-def _sorted_changes(
-    results: Results, instants: np.ndarray, node_bits: int, rank_bits: int, *, packed: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`pstate_change_arrays` with sort keys of these fields (see there)."""
+def _chunk_changes(
+    results: Results,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Every node's changes, a chunk of whole nodes at a time: ``(node, state, time, rank)``.
+
+    Within a chunk the changes go node by node (increasing ids), each
+    node's in order.
+    """
     n = results.time_in_state_s.shape[0]
     end_s = float(results.end_s)
     finish = np.asarray(results.jobs["finish_s"], dtype=float)
     initial = PSTATE_IDS[results.config.get("initial_state") or "idle"]
     node_state = None if results.node_state is None else np.asarray(results.node_state)
-    low_bits = rank_bits + 3 + node_bits
-    # The keys go into one buffer as they are made (pages never written take
-    # no memory), grown only if the changes outnumber the bound.
-    keys = np.empty(_most_changes(results, n), dtype=np.uint64)
-    spans = _span_count(results)
     # Chunks of about _SPANS_PER_CHUNK spans: whole nodes, at least one.
-    chunk_nodes = max(1, min(n, _SPANS_PER_CHUNK * n // max(spans, 1)))
-    m = 0
-    highs: list[np.ndarray] = []  # (the instants, when a key does not hold them)
-    # Each chunk holds whole nodes: their changes are made there, compactly.
+    chunk_nodes = max(1, min(n, _SPANS_PER_CHUNK * n // max(_span_count(results), 1)))
     for chunk, low in zip(
         results.node_interval_chunks(chunk_nodes),
         range(0, max(n, 1), chunk_nodes),
@@ -360,79 +347,168 @@ def _sorted_changes(
         c_node, c_state, c_time, rank = _node_changes(
             chunk, finish, initial, node_state, end_s, np.arange(low, min(low + chunk_nodes, n))
         )
-        at = np.searchsorted(instants, c_time)
-        found = instants[np.minimum(at, len(instants) - 1)]
-        if not np.array_equal(found, c_time, equal_nan=True):
-            raise RuntimeError("a node changes state at an instant of none of its intervals")
-        if len(rank) and int(rank.max()) >= 1 << rank_bits:
+        yield c_node, c_state, c_time, rank
+
+
+def _instant_index(instants: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The index of each of ``times`` in ``instants`` (faster when ``times`` increase)."""
+    at = np.searchsorted(instants, times)
+    found = instants[np.minimum(at, len(instants) - 1)]
+    if not np.array_equal(found, times, equal_nan=True):
+        raise RuntimeError("a node changes state at an instant of none of its intervals")
+    return at
+
+
+def _placed_changes(
+    results: Results, instants: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pstate_change_arrays` by placing each change at its instant (no sort key per change).
+
+    Two passes over the nodes' intervals: the first counts the changes at
+    each instant, the second puts each change's node and code (its rank
+    and state, one byte) into its instant's slots, node by node, so that
+    every instant's changes are in increasing node order. Each instant's
+    changes are then put in code order (a stable sort, a block of instants
+    at a time) and split into groups. Memory: the nodes, a byte per change
+    and a cursor per instant, instead of a 64-bit sort key per change.
+
+    Raises:
+        _RankOverflow: A node changes state more than ``_PLACED_RANKS``
+            times at one instant (jobs that take no time, many of them).
+    """
+    n = results.time_in_state_s.shape[0]
+    # cursor[i + 1] counts instant i's changes; summed, cursor[i] is where they go.
+    # (int32 while the changes' bound allows: per span, the gap before it and
+    # the span; per node, the tail, an idle after a job ending with the run,
+    # its initial state and its state at the end.)
+    most = 2 * _span_count(results) + 4 * n
+    cursor = np.zeros(len(instants) + 1, dtype=np.int32 if most < 2**31 else np.int64)
+    for _, _, time_s, rank in _chunk_changes(results):
+        if len(rank) and int(rank.max()) >= _PLACED_RANKS:
             raise _RankOverflow
-        key = (
+        time_s, count = np.unique(time_s, return_counts=True)
+        cursor[_instant_index(instants, time_s) + 1] += count
+    np.cumsum(cursor, out=cursor)
+    m = int(cursor[-1])
+    nodes: np.ndarray = np.empty(m, dtype=_smallest_int(max(1, (n - 1).bit_length())))
+    codes = np.empty(m, dtype=np.uint8)
+    for c_node, c_state, time_s, rank in _chunk_changes(results):
+        order = np.argsort(time_s, kind="stable")
+        time_s = time_s[order]
+        # The instants, looked up once per run of equal times.
+        run = np.ones(len(time_s), dtype=bool)
+        run[1:] = (time_s[1:] != time_s[:-1]) & ~(np.isnan(time_s[1:]) & np.isnan(time_s[:-1]))
+        heads = np.flatnonzero(run)
+        at = _instant_index(instants, time_s[heads])
+        sizes = np.diff(np.append(heads, len(time_s)))
+        # Each change's place: its instant's cursor, then its rank in the run.
+        place = np.repeat(cursor[at] - heads, sizes) + np.arange(len(time_s))
+        nodes[place] = c_node[order]
+        codes[place] = ((rank << 3) | c_state)[order]
+        cursor[at] += sizes
+    # Now cursor[i] is where instant i's changes end. Each block of whole
+    # instants is put in code order, then (a second sweep) split into groups
+    # straight into the arrays returned.
+    blocks = _instant_blocks(cursor)
+    groups = 0
+    for first, last, low, high in blocks:
+        key = _block_keys(cursor, codes, first, last, low, high)
+        if len(key) > 1 and np.any(key[1:] < key[:-1]):
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            nodes[low:high] = nodes[low:high][order]
+            codes[low:high] = codes[low:high][order]
+        groups += len(key) and 1 + int(np.count_nonzero(key[1:] != key[:-1]))
+    times = np.empty(groups)
+    states = np.empty(groups, dtype=np.int64)
+    ptr = np.empty(groups + 1, dtype=np.int64)
+    ptr[groups] = m
+    done = 0
+    for first, last, low, high in blocks:
+        key = _block_keys(cursor, codes, first, last, low, high)
+        head = np.ones(len(key), dtype=bool)
+        head[1:] = key[1:] != key[:-1]
+        heads = np.flatnonzero(head)
+        stop = done + len(heads)
+        ptr[done:stop] = heads + low
+        times[done:stop] = instants[(key[heads] >> 8) + first]
+        states[done:stop] = key[heads] & 7
+        done = stop
+    return times, states, ptr, nodes
+
+
+def _instant_blocks(ends: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Blocks of whole instants of about ``_CHANGES_AT_ONCE`` changes (at least one instant).
+
+    ``ends[i]`` is where instant ``i``'s changes end (one more entry, the
+    total, at the end). Each block is ``(first, last, low, high)``: instants
+    ``first:last``, changes ``low:high``.
+    """
+    blocks = []
+    first, count = 0, len(ends) - 1
+    while first < count:
+        low = int(ends[first - 1]) if first else 0
+        last = int(np.searchsorted(ends, low + _CHANGES_AT_ONCE, side="right"))
+        last = min(max(first + 1, last), count)
+        blocks.append((first, last, low, int(ends[last - 1])))
+        first = last
+    return blocks
+
+
+def _block_keys(
+    ends: np.ndarray, codes: np.ndarray, first: int, last: int, low: int, high: int
+) -> np.ndarray:
+    """Each change's ``(instant within the block, code)`` of one block, as one integer."""
+    counts = np.diff(ends[first - 1 : last]) if first else np.diff(ends[:last], prepend=0)
+    key = np.repeat(np.arange(last - first, dtype=np.int64) << 8, counts)
+    key |= codes[low:high]
+    return key
+
+
+def _sorted_changes(
+    results: Results, instants: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pstate_change_arrays` by sorting keys ``(instant, rank, state, node)``.
+
+    The way for any rank: the instant is a key of its own and the rest one
+    integer, sorted together with an index array.
+    """
+    n = results.time_in_state_s.shape[0]
+    node_bits = max(1, (n - 1).bit_length())
+    if node_bits + 3 > 62:
+        raise ValueError(f"too many nodes ({n}) for the state changes' sort keys")
+    keys: list[np.ndarray] = []
+    highs: list[np.ndarray] = []
+    for c_node, c_state, time_s, rank in _chunk_changes(results):
+        at = _instant_index(instants, time_s)
+        if len(rank) and int(rank.max()) >= 1 << (61 - node_bits):
+            raise ValueError("a node changes state too many times at one instant")
+        keys.append(
             (rank.astype(np.uint64) << np.uint64(3 + node_bits))
             | (c_state.astype(np.uint64) << np.uint64(node_bits))
             | c_node.astype(np.uint64)
         )
-        if packed:
-            key |= at.astype(np.uint64) << np.uint64(low_bits)
-        else:
-            highs.append(at)
-        if m + len(key) > len(keys):  # (allocations other than the jobs' requests)
-            keys = np.concatenate((keys[:m], np.empty(m + 2 * len(key), dtype=np.uint64)))
-        keys[m : m + len(key)] = key
-        m += len(key)
-    keys = keys[:m]
-    if packed:
-        keys.sort()  # (in place: no index array beside the keys)
-    else:
-        order = np.lexsort((keys, np.concatenate(highs)))
-        keys = keys[order]
-        high = np.concatenate(highs)[order]
-        del order
-    nodes, bound = _nodes_and_group_starts(keys, node_bits)
+        highs.append(at)
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
+    high = np.concatenate(highs) if highs else np.zeros(0, dtype=np.int64)
+    del keys, highs
+    order = np.lexsort((key, high))
+    key, high = key[order], high[order]
+    del order
+    m = len(key)
     shift = np.uint64(node_bits)
-    if not packed:
-        bound[1:] |= high[1:] != high[:-1]
-    heads = np.flatnonzero(bound)
-    del bound
-    head_keys = keys[heads]
-    del keys
-    at = head_keys >> np.uint64(low_bits) if packed else high[heads]
-    states = ((head_keys >> shift) & np.uint64(7)).astype(np.int64)
-    ptr = np.append(heads, m).astype(np.int64)
-    return instants[at.astype(np.int64)], states, ptr, nodes
-
-
-def _nodes_and_group_starts(keys: np.ndarray, node_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The node of each sorted key, and where a group starts: where (time, rank, state) changes.
-
-    Made a block of keys at a time (bounded temporaries, let go on return).
-    """
-    m = len(keys)
-    nodes: np.ndarray = np.empty(m, dtype=_smallest_int(node_bits))
+    nodes = (key & np.uint64((1 << node_bits) - 1)).astype(_smallest_int(node_bits))
+    group = key >> shift
     bound = np.ones(m, dtype=bool)
-    shift = np.uint64(node_bits)
-    for low in range(0, m, _KEYS_AT_ONCE):
-        block = keys[low : low + _KEYS_AT_ONCE]
-        nodes[low : low + len(block)] = block & np.uint64((1 << node_bits) - 1)
-        group = block >> shift
-        bound[low + 1 : low + len(block)] = group[1:] != group[:-1]
-        if low:
-            bound[low] = group[0] != keys[low - 1] >> shift
-    return nodes, bound
+    bound[1:] = (group[1:] != group[:-1]) | (high[1:] != high[:-1])
+    heads = np.flatnonzero(bound)
+    states = (group[heads] & np.uint64(7)).astype(np.int64)
+    return instants[high[heads]], states, np.append(heads, m).astype(np.int64), nodes
 
 
 def _smallest_int(bits: int) -> type:
     """The smallest signed integer type that holds ``bits``-bit non-negative numbers."""
     return np.int16 if bits < 16 else np.int32 if bits < 32 else np.int64
-
-
-def _most_changes(results: Results, n: int) -> int:
-    """The most state changes a run can have (a bound for their buffer).
-
-    Per span (a node's job or transition), the gap before it and the span;
-    per node, the tail after its last span, the idle after a job that ends
-    with the run, its initial state and its state at the end.
-    """
-    return 2 * _span_count(results) + 4 * n
 
 
 def _span_count(results: Results) -> int:
@@ -441,12 +517,11 @@ def _span_count(results: Results) -> int:
     return int(np.asarray(results.jobs["res"])[started].sum()) + len(results.transitions)
 
 
-#: Sort keys :func:`pstate_change_arrays` splits into groups at once (bounded temporaries).
-_KEYS_AT_ONCE = 1 << 20
-#: Bits of its sort key; changes that need more (instants among more than
-#: 2**40 or so, or a node changing very often at one instant) sort by two
-#: keys, with an index array.
-_KEY_BITS = 64
+#: Changes :func:`pstate_change_arrays` puts in order at once (bounded temporaries).
+_CHANGES_AT_ONCE = 1 << 20
+#: Changes of one node at one instant that a change's one-byte code holds
+#: (its rank beside its state); more take the sort by keys.
+_PLACED_RANKS = 32
 
 
 #: Spans a chunk of :func:`pstate_change_arrays` holds, about (whole nodes): the
@@ -572,8 +647,26 @@ def energy_event_arrays(
     results: Results, changes: tuple[np.ndarray, ...] | None = None
 ) -> EnergyEvents:
     """:func:`energy_events` as arrays."""
+    changes = pstate_change_arrays(results) if changes is None else changes
+    return _energy_events(results, changes[0], _watts_after_changes(results, changes))
+
+
+def _watts_after_changes(results: Results, changes: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The platform's watts after each group of :func:`pstate_change_arrays` ``changes``."""
+    _, states, ptr, nodes = changes
     power = _power_model(results)
-    times, states, ptr, nodes = pstate_change_arrays(results) if changes is None else changes
+    # Every node starts in the run's initial state, so that the power of the
+    # first rows is the platform's (the rows at time 0 then set the rest).
+    # Each node's watts, changed group by group (the changes come in time
+    # order, as their rows): the platform's power after each group is the
+    # sum of that array, as numpy sums it.
+    initial = results.config.get("initial_state") or "idle"
+    return _watts_after_groups(power[:, PSTATE_IDS[initial]].copy(), power, states, ptr, nodes)
+
+
+def _energy_events(results: Results, times: np.ndarray, after: np.ndarray) -> EnergyEvents:
+    """:func:`energy_event_arrays` from the groups' times and the watts after each."""
+    power = _power_model(results)
     t = results.jobs
     done = ~np.isnan(t["finish_s"])
     started = ~np.isnan(t["start_s"])
@@ -592,26 +685,22 @@ def energy_event_arrays(
     order = np.lexsort((event_rank, event_time))
     del event_rank
     kind_code = np.concatenate(
-        [np.zeros(len(finish), np.int8), np.ones(len(times), np.int8), np.full(started.sum(), 2)]
+        [
+            np.zeros(len(finish), np.int8),
+            np.ones(len(times), np.int8),
+            np.full(started.sum(), 2, np.int8),
+        ]
     )[order]
     event_time = event_time[order]
     del order
-    # Every node starts in the run's initial state, so that the power of the
-    # first rows is the platform's (the rows at time 0 then set the rest).
     initial = results.config.get("initial_state") or "idle"
-    # Each node's watts, changed group by group (the changes come in time
-    # order, as their rows): the platform's power after each group is the
-    # sum of that array, as numpy sums it.
-    node_w = power[:, PSTATE_IDS[initial]].copy()
-    start_w = float(node_w.sum())
-    after = _watts_after_groups(node_w, power, states, ptr, nodes)
+    start_w = float(power[:, PSTATE_IDS[initial]].sum())
     # The watts after each row: after its row's group, or the last group
     # before (the platform's first power before any group).
     groups_so_far = np.cumsum(kind_code == 1, dtype=np.int32 if len(kind_code) < 2**31 else None)
     lookup = np.empty(len(after) + 1)
     lookup[0] = start_w
     lookup[1:] = after
-    del after
     watts = lookup[groups_so_far]
     del lookup, groups_so_far
     # Energy so far, integrated row by row from time 0: each row adds the
@@ -947,15 +1036,23 @@ def write_all(
         # The state changes and the energy events behind three files are made
         # once, and each is let go once its files are written (so that on a
         # whole trace they are not held while the jobs' file is made).
+        # Between steps, what the allocator keeps of the step before is
+        # given back, so that it does not add to the next step's peak.
+        release_free_memory()
         changes = pstate_change_arrays(results)
         write_pstate_changes_csv(results, staging / "pstate_changes.csv", changes)
-        events = energy_event_arrays(results, changes)
+        times, after = changes[0], _watts_after_changes(results, changes)
         del changes
+        release_free_memory()
+        events = _energy_events(results, times, after)
+        del times, after
         write_consumed_energy_csv(results, staging / "consumed_energy.csv", events)
         write_schedule_json(results, staging / "schedule.json", events)
         del events
+        release_free_memory()
         write_summary_json(results, staging / "summary.json")
         write_jobs_csv(results, staging / "jobs.csv")
+        release_free_memory()
         write_machine_states_csv(results, staging / "machine_states.csv")
         names = list(_EVERY_RUN_FILES)
         if results.decisions:

@@ -402,7 +402,7 @@ _INTERVAL_COLUMNS = ("node", "state", "start_s", "end_s", "job_id")
 
 
 #: Spans :func:`_group_by_node` sorts at once (bounded temporary arrays).
-_SPANS_AT_ONCE = 1 << 20
+_SPANS_AT_ONCE = 1 << 16
 
 
 def _node_counts(nodes: np.ndarray, n: int) -> np.ndarray:

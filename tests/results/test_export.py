@@ -6,6 +6,8 @@ import csv
 import dataclasses
 import json
 import math
+import platform
+import sys
 
 import numpy as np
 import pytest
@@ -579,10 +581,11 @@ def _changes_by_four_keys(results):
     return time_s[heads], new[heads], np.append(heads, len(node)), node
 
 
-@pytest.mark.parametrize("rank_bits", [None, 1])
-def test_state_changes_are_those_of_a_sort_by_four_keys(rank_bits, monkeypatch):
-    """Jobs that take no time (ranks above 0), and a hand-made node changing 40 times at 3 s;
-    also with one bit left for the rank, which such a node outgrows (sorted by two keys)."""
+@pytest.mark.parametrize("placed_ranks", [None, 1])
+def test_state_changes_are_those_of_a_sort_by_four_keys(placed_ranks, monkeypatch):
+    """Jobs that take no time (ranks above 0), and a hand-made node changing 40 times at 3 s,
+    more than a change's one-byte code holds (sorted by keys instead); also with codes that
+    hold only rank 0, which the jobs that take no time outgrow."""
     jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 0.0), job(2, 0, 2, 10.0)]
     jobs += [job(k, 5, 1, 0.0) for k in range(3, 8)]
     results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
@@ -590,24 +593,27 @@ def test_state_changes_are_those_of_a_sort_by_four_keys(rank_bits, monkeypatch):
         results,
         transitions=list(results.transitions) + [(0, 1 + k % 2, 3.0, 4.0 + k) for k in range(40)],
     )
+    if placed_ranks is not None:
+        monkeypatch.setattr(export, "_PLACED_RANKS", placed_ranks)
+    sorted_by_keys = []
+    sort = export._sorted_changes
+    monkeypatch.setattr(
+        export, "_sorted_changes", lambda *a: sorted_by_keys.append(a[0]) or sort(*a)
+    )
     for each in (results, overlapping):
-        if rank_bits is not None:
-            instants = (len(each.interval_instants()) - 1).bit_length()
-            monkeypatch.setattr(export, "_KEY_BITS", instants + 3 + 6 + rank_bits)
         got = export.pstate_change_arrays(each)
         want = _changes_by_four_keys(each)
         assert [a.tolist() for a in got] == [a.tolist() for a in want]
     assert int(np.diff(got[2]).max()) >= 1 and len(got[0]) > 5
+    assert sorted_by_keys == ([overlapping] if placed_ranks is None else [results, overlapping])
 
 
-@pytest.mark.parametrize(
-    ("key_bits", "at_once", "room"), [(64, 5, None), (0, 1 << 22, None), (0, 3, 1), (64, 7, 0)]
-)
-def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
-    key_bits, at_once, room, monkeypatch
+@pytest.mark.parametrize(("at_once", "placed_ranks"), [(5, 32), (1, 32), (1 << 22, 0), (3, 0)])
+def test_state_changes_placed_in_blocks_or_sorted_by_keys_are_the_same(
+    at_once, placed_ranks, monkeypatch
 ):
-    """The changes sort on one packed key, split in blocks; or, when it would not fit, on two;
-    and their buffer grows if it was made too small."""
+    """Each instant's changes are put in order a block of instants at a time (one instant a
+    block, or a few); or, when a code would not hold a rank, sorted by keys."""
     jobs = [job(0, 0, 1, 0.0), job(1, 0, 1, 0.0), job(2, 0, 2, 10.0)]
     jobs += load_workload(DATA / "lublin_256.swf.gz").jobs[:200]
     jobs = [
@@ -616,13 +622,12 @@ def test_state_changes_grouped_in_blocks_or_by_two_keys_are_the_same(
     results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
     want = export.pstate_change_arrays(results)
     assert len(want[3]) > 1000 and len(want[0]) > 100
-    assert len(want[3]) <= export._most_changes(results, 64)  # (the bound holds)
-    monkeypatch.setattr(export, "_KEY_BITS", key_bits)
-    monkeypatch.setattr(export, "_KEYS_AT_ONCE", at_once)
-    if room is not None:
-        monkeypatch.setattr(export, "_most_changes", lambda results, n: room)
+    assert [a.tolist() for a in want] == [a.tolist() for a in _changes_by_four_keys(results)]
+    monkeypatch.setattr(export, "_CHANGES_AT_ONCE", at_once)
+    monkeypatch.setattr(export, "_PLACED_RANKS", placed_ranks)
     got = export.pstate_change_arrays(results)
     for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
         assert a.tolist() == b.tolist()
 
 
@@ -665,3 +670,18 @@ def test_hand_made_values_are_written_as_one_at_a_time(tmp_path):
     # The rows of energy_events are taken as well as the arrays.
     rows = export.energy_events(results)
     assert export.schedule(results, rows) == export.schedule(results)
+
+
+def test_free_memory_is_given_back_on_glibc_and_nowhere_else(monkeypatch):
+    """The allocator's free pages go back to the system where the C library can (glibc)."""
+    from hpcpower.results import _memory
+
+    _memory._malloc_trim.cache_clear()
+    try:
+        glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+        assert _memory.release_free_memory() is glibc
+        _memory._malloc_trim.cache_clear()
+        monkeypatch.setattr(_memory.sys, "platform", "darwin")
+        assert _memory.release_free_memory() is False
+    finally:
+        _memory._malloc_trim.cache_clear()

@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 #: Bytes a span may add to the peak of ``write_all`` above the results it
-#: writes (about 70 measured; 290 when the state changes, the energy rows
+#: writes (70–85 measured; 290 when the state changes, the energy rows
 #: and the node ids of a whole trace were held together and copied).
 BYTES_PER_SPAN_BOUND = 150
 
