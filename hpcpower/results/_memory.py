@@ -11,8 +11,6 @@ Windows) this does nothing.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -23,6 +21,9 @@ def _malloc_trim() -> Callable[[int], int] | None:
     """The C library's ``malloc_trim`` (glibc), or ``None`` where there is none."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # (here: most runs never write a whole trace's files)
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return libc.malloc_trim
