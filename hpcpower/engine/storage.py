@@ -153,41 +153,57 @@ class Gangs(Sequence["np.ndarray | None"]):
         for job in range(len(self)):
             yield self._get(job)
 
-    def job_order(self) -> tuple[np.ndarray, np.ndarray]:
+    def job_order(self, low: int = 0, high: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every gang at once: each job's node count (0 before it starts), and the ids, flat.
 
         Job ``i``'s ids are ``flat[offsets[i]:offsets[i] + counts[i]]`` with
         ``offsets`` the counts' running sum before ``i``, the same as
         ``gangs[i]``; ``flat`` is int32 up to 65,536 nodes, int64 past them.
         No array is made per job, so this is the way to read a whole
-        trace's gangs.
+        trace's gangs. ``low``, ``high``: only jobs ``low:high`` (a block
+        of a whole trace's gangs, read a block at a time).
         """
         n = len(self._start)
-        counts = self._count.astype(np.int64)
-        sealed = self._start >= 0
-        # Gangs outside the flat buffer: running jobs, ended ones not yet
-        # moved, and those kept whole (as _get reads them: running first).
-        outside = {**self._kept, **self._live}
-        others = {job: gang for job, gang in outside.items() if not sealed[job]}
-        for job, gang in others.items():
-            counts[job] = len(gang)
+        high = n if high is None else max(low, min(high, n))
+        low = min(low, high)
+        counts, others = self._counts(low, high)
         ends = np.cumsum(counts)
-        total = int(ends[-1]) if n else 0
+        total = int(ends[-1]) if len(ends) else 0
         flat = np.empty(total, dtype=np.int32 if self._flat.dtype.itemsize < 4 else np.int64)
         # Sealed gangs are in the buffer in the order they ended: gathered in
         # blocks of jobs, so that the index arrays stay small.
-        for low in range(0, n, _GATHER_JOBS):
-            jobs = np.flatnonzero(sealed[low : low + _GATHER_JOBS]) + low
+        sealed = self._start[low:high] >= 0
+        for first in range(0, high - low, _GATHER_JOBS):
+            jobs = np.flatnonzero(sealed[first : first + _GATHER_JOBS]) + first
             sizes = counts[jobs]
             size = int(sizes.sum())
             if not size:
                 continue
             within = np.arange(size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-            source = np.repeat(self._start[jobs], sizes) + within
+            source = np.repeat(self._start[jobs + low], sizes) + within
             flat[np.repeat(ends[jobs] - sizes, sizes) + within] = self._flat[source]
         for job, gang in others.items():
-            flat[ends[job] - len(gang) : ends[job]] = gang
+            flat[ends[job - low] - len(gang) : ends[job - low]] = gang
         return counts, flat
+
+    def counts(self) -> np.ndarray:
+        """Each job's node count (0 before it starts): :meth:`job_order`'s counts alone."""
+        return self._counts(0, len(self._start))[0]
+
+    def _counts(self, low: int, high: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """Jobs ``low:high``'s node counts, and their gangs outside the flat buffer."""
+        counts = self._count[low:high].astype(np.int64)
+        # Gangs outside the flat buffer: running jobs, ended ones not yet
+        # moved, and those kept whole (as _get reads them: running first).
+        outside = {**self._kept, **self._live}
+        others = {
+            job: gang
+            for job, gang in outside.items()
+            if low <= job < high and not self._start[job] >= 0
+        }
+        for job, gang in others.items():
+            counts[job - low] = len(gang)
+        return counts, others
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or len(other) != len(self):

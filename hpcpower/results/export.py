@@ -181,23 +181,23 @@ def _power_model(results: Results) -> np.ndarray:
 def write_jobs_csv(results: Results, path: str | Path) -> None:
     """Write the Batsim-style ``jobs.csv`` (one row per submitted job)."""
     t = results._job_metrics()
-    sizes, nodes = results.allocation_arrays()
     run = t["finish_s"] - t["start_s"]
     completed = t["state"] == "completed"
     # A job's energy: its nodes' computing power times its run (completed jobs only).
     node_power = _power_model(results)[:, COMPUTING]
-    energy = np.full(len(run), math.nan)
-    done = completed & results._allocated(sizes)
-    energy[done] = _gang_sums(node_power, sizes, nodes, done) * run[done]
+    done = completed & results._allocated(results.allocation_sizes())
     killed = t["killed"].astype(bool)
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]
     for k in np.flatnonzero(killed).tolist():
         final[k] = "COMPLETED_WALLTIME_REACHED"
     success = (completed & ~killed).astype(np.int8)
-    offsets = np.cumsum(sizes) - sizes
 
     def rows(low: int, high: int) -> tuple:
-        gangs = nodes[offsets[low] : offsets[low] + sizes[low:high].sum()]
+        # (The rows' allocations only: a whole trace's ids are never held at once.)
+        sizes, gangs = results.allocation_arrays(low, high)
+        energy = np.full(high - low, math.nan)
+        ended = done[low:high]
+        energy[ended] = _gang_sums(node_power, sizes, gangs, ended) * run[low:high][ended]
         return (
             t["name"][low:high].tolist(),
             itertools.repeat("w0", high - low),
@@ -213,8 +213,8 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
             _num_texts(t["wait_s"][low:high]),
             _num_texts(t["turnaround_s"][low:high]),
             _num_texts(t["slowdown"][low:high]),
-            _interval_sets(sizes[low:high], gangs),
-            _num_texts(energy[low:high]),
+            _interval_sets(sizes, gangs),
+            _num_texts(energy),
             itertools.repeat("", high - low),
         )
 
@@ -390,6 +390,7 @@ def _placed_changes(
         cursor[_instant_index(instants, time_s) + 1] += count
     np.cumsum(cursor, out=cursor)
     m = int(cursor[-1])
+    release_free_memory()  # (the first pass's temporaries, before the second's arrays)
     nodes: np.ndarray = np.empty(m, dtype=_smallest_int(max(1, (n - 1).bit_length())))
     codes = np.empty(m, dtype=np.uint8)
     for c_node, c_state, time_s, rank in _chunk_changes(results):
@@ -526,7 +527,7 @@ _PLACED_RANKS = 32
 
 #: Spans a chunk of :func:`pstate_change_arrays` holds, about (whole nodes): the
 #: chunk's temporaries stay small, and so does what the allocator keeps of them.
-_SPANS_PER_CHUNK = 1 << 15
+_SPANS_PER_CHUNK = 1 << 14
 
 
 def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes) -> tuple:
@@ -755,8 +756,11 @@ def _watts_after_groups(
     table = n <= _TABLE_NODES
     rows = max(1, _CELLS_AT_ONCE // max(n, 1)) if table else _GROUPS_AT_ONCE
     total = node_w.sum
-    for low in range(0, len(states), rows):
-        high = min(low + rows, len(states))
+    low = 0
+    while low < len(states):
+        # (At most _CHANGES_AT_ONCE changes a block, unless one group has more.)
+        most = int(np.searchsorted(ptr, ptr[low] + _CHANGES_AT_ONCE, side="right")) - 1
+        high = min(low + rows, len(states), max(low + 1, most))
         first, stop = int(ptr[low]), int(ptr[high])
         sizes = np.diff(ptr[low : high + 1])
         changed = nodes[first:stop]
@@ -769,12 +773,13 @@ def _watts_after_groups(
             watts = np.where(latest >= 0, new_w[np.maximum(latest, 0)], node_w)
             after[low:high] = watts.sum(axis=1)
             node_w[:] = watts[-1]
-            continue
-        bounds = (ptr[low : high + 1] - first).tolist()
-        for k in range(high - low):
-            a, b = bounds[k], bounds[k + 1]
-            node_w[changed[a:b]] = new_w[a:b]
-            after[low + k] = total()
+        else:
+            bounds = (ptr[low : high + 1] - first).tolist()
+            for k in range(high - low):
+                a, b = bounds[k], bounds[k + 1]
+                node_w[changed[a:b]] = new_w[a:b]
+                after[low + k] = total()
+        low = high
     return after
 
 
@@ -1040,6 +1045,7 @@ def write_all(
         # given back, so that it does not add to the next step's peak.
         release_free_memory()
         changes = pstate_change_arrays(results)
+        release_free_memory()
         write_pstate_changes_csv(results, staging / "pstate_changes.csv", changes)
         times, after = changes[0], _watts_after_changes(results, changes)
         del changes

@@ -9,8 +9,9 @@ summary entries through ``Policy.summarise``). Field-by-field definitions are in
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -203,30 +204,49 @@ class Results:
         t["bounded_slowdown"] = np.maximum(t["turnaround_s"] / np.maximum(run, BSLD_TAU_S), 1.0)
         return t
 
-    def allocation_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+    def allocation_arrays(
+        self, low: int = 0, high: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Every job's allocation at once: node counts (0 for none) and the node ids, flat.
 
         Job ``i`` has the ids ``flat[offsets[i]:offsets[i] + counts[i]]``,
         ``offsets`` being the counts' running sum before ``i``; ``flat`` is
         int32, or int64 from a run's own storage past 65,536 nodes. Made
         without an array per job from that storage
-        (:meth:`~hpcpower.engine.storage.Gangs.job_order`).
+        (:meth:`~hpcpower.engine.storage.Gangs.job_order`). ``low``,
+        ``high``: only jobs ``low:high`` (a whole trace's allocations read
+        a block of jobs at a time).
         """
         allocations = self.allocations
         if isinstance(allocations, Gangs):
-            return allocations.job_order()
+            return allocations.job_order(low, high)
+        picked = allocations[low:high]
         sizes = np.fromiter(
-            (0 if g is None else len(g) for g in allocations),
-            dtype=np.int64,
-            count=len(allocations),
+            (0 if g is None else len(g) for g in picked), dtype=np.int64, count=len(picked)
         )
         flat = np.empty(int(sizes.sum()), dtype=np.int32)
         at = 0
-        for gang in allocations:
+        for gang in picked:
             if gang is not None:
                 flat[at : at + len(gang)] = gang
                 at += len(gang)
         return sizes, flat
+
+    def allocation_sizes(self) -> np.ndarray:
+        """Each job's node count (0 for none): :meth:`allocation_arrays`' counts alone."""
+        allocations = self.allocations
+        if isinstance(allocations, Gangs):
+            return allocations.counts()
+        return np.fromiter(
+            (0 if g is None else len(g) for g in allocations),
+            dtype=np.int64,
+            count=len(allocations),
+        )
+
+    def _allocation_blocks(self) -> Iterator[np.ndarray]:
+        """The node ids of :meth:`allocation_arrays`, a block of jobs at a time."""
+        for low in range(0, len(self.allocations), _JOBS_AT_ONCE):
+            yield self.allocation_arrays(low, low + _JOBS_AT_ONCE)[1]
 
     def _allocated(self, sizes: np.ndarray) -> np.ndarray:
         """Which jobs have an allocation (``sizes``: the counts of :meth:`allocation_arrays`).
@@ -325,16 +345,19 @@ class Results:
         t = self.jobs
         job_start = np.asarray(t["start_s"], dtype=float)
         job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
-        sizes, flat = self.allocation_arrays()
+        sizes = self.allocation_sizes()
         move_node, move_state, move_start, move_end = self._transition_columns()
         # Every span is numbered: the jobs' node ids in job order, then the
         # transitions. Grouped node by node, each node's spans in that order.
-        per_node = _node_counts(flat, n) + _node_counts(move_node, n)
+        # (The jobs' ids are read a block of jobs at a time, twice, rather
+        # than held as one array of a whole trace's ids while they are grouped.)
+        per_node = _node_counts(move_node, n)
+        for block in self._allocation_blocks():
+            per_node += _node_counts(block, n)
         firsts = np.concatenate(([0], np.cumsum(per_node)))
-        by_node = _group_by_node((flat, move_node), firsts)
-        n_job_spans = len(flat)
-        del flat
+        by_node = _group_by_node(itertools.chain(self._allocation_blocks(), [move_node]), firsts)
         job_ends = np.cumsum(sizes)
+        n_job_spans = int(job_ends[-1]) if len(job_ends) else 0
         moved = len(move_node) > 0
         bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
         for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
@@ -401,6 +424,8 @@ _NO_INTS = np.zeros(0, dtype=np.int64)
 _INTERVAL_COLUMNS = ("node", "state", "start_s", "end_s", "job_id")
 
 
+#: Jobs whose allocations are read at once where a whole trace's are read in turn.
+_JOBS_AT_ONCE = 4096
 #: Spans :func:`_group_by_node` sorts at once (bounded temporary arrays).
 _SPANS_AT_ONCE = 1 << 16
 
@@ -417,7 +442,7 @@ def _node_counts(nodes: np.ndarray, n: int) -> np.ndarray:
     return counts
 
 
-def _group_by_node(parts: Sequence[np.ndarray], firsts: np.ndarray) -> np.ndarray:
+def _group_by_node(parts: Iterable[np.ndarray], firsts: np.ndarray) -> np.ndarray:
     """The span numbers grouped by node, each node's in increasing order.
 
     ``parts`` hold the node of each span, numbered on from one part to the

@@ -75,6 +75,14 @@ def test_gangs_in_job_order_are_every_gang_read_in_turn(gather, n_nodes, monkeyp
         assert counts[job_id] == (0 if gang is None else len(gang))
         if gang is not None:
             assert flat[offsets[job_id] : offsets[job_id] + len(gang)].tolist() == gang.tolist()
+    # A block of jobs at a time: the same, block after block; past the end, nothing.
+    blocks = [gangs.job_order(low, low + 37) for low in range(0, 600, 37)]
+    assert np.concatenate([c for c, _ in blocks]).tolist() == counts.tolist()
+    assert np.concatenate([f for _, f in blocks]).tolist() == flat.tolist()
+    assert all(f.dtype == flat.dtype for _, f in blocks)
+    assert gangs.job_order(590, 900)[0].tolist() == counts[590:].tolist()
+    assert gangs.job_order(700, 900)[0].size == gangs.job_order(700, 900)[1].size == 0
+    assert gangs.counts().tolist() == counts.tolist()
     assert Gangs(0, 4).job_order()[1].size == 0
 
 

@@ -482,20 +482,30 @@ def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, m
 
 
 @pytest.mark.parametrize(
-    ("table_nodes", "cells", "groups"),
-    [(0, 1, 7), (0, 1, 1 << 16), (256, 1, 1), (256, 70, 1), (256, 1 << 18, 1)],
+    ("table_nodes", "cells", "groups", "changes"),
+    [
+        (0, 1, 7, 1 << 20),
+        (0, 1, 1 << 16, 1 << 20),
+        (0, 1, 1 << 16, 5),
+        (256, 1, 1, 1 << 20),
+        (256, 70, 1, 1 << 20),
+        (256, 1 << 18, 1, 1 << 20),
+        (256, 1 << 18, 1, 9),
+    ],
 )
 def test_watts_after_each_group_are_the_sums_a_plain_loop_makes(
-    table_nodes, cells, groups, monkeypatch
+    table_nodes, cells, groups, changes, monkeypatch
 ):
     """By group or as tables of blocks of groups: numpy's sum of every node's watts, bit for bit.
 
     Values of very different sizes make the order of the sum show; a node
-    changes in many groups, some groups hold one node, one holds them all.
+    changes in many groups, some groups hold one node, one holds them all
+    (more than a block of changes holds, with ``changes`` of 5 or 9).
     """
     monkeypatch.setattr(export, "_TABLE_NODES", table_nodes)
     monkeypatch.setattr(export, "_CELLS_AT_ONCE", cells)
     monkeypatch.setattr(export, "_GROUPS_AT_ONCE", groups)
+    monkeypatch.setattr(export, "_CHANGES_AT_ONCE", changes)
     rng = np.random.default_rng(11)
     n = 37
     power = rng.uniform(1, 400, (n, 5)) * rng.choice([1e-3, 1.0, 1e6], (n, 5))
@@ -632,11 +642,16 @@ def test_state_changes_placed_in_blocks_or_sorted_by_keys_are_the_same(
 
 
 def test_state_changes_do_not_depend_on_how_many_spans_a_chunk_holds(monkeypatch):
-    """One node a chunk, a few, or every node at once: the same changes."""
+    """One node a chunk, a few, or every node at once: the same changes; so with the jobs'
+    allocations read a few jobs at a time, and their spans grouped a few at a time."""
+    from hpcpower.results import records
+
     jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:150]
     results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
     want = export.pstate_change_arrays(results)
     for spans in (1, 300, 1 << 30):
+        monkeypatch.setattr(records, "_JOBS_AT_ONCE", 1 + spans % 7)
+        monkeypatch.setattr(records, "_SPANS_AT_ONCE", 1 + spans % 11)
         monkeypatch.setattr(export, "_SPANS_PER_CHUNK", spans)
         got = export.pstate_change_arrays(results)
         assert all(a.tolist() == b.tolist() for a, b in zip(got, want, strict=True)), spans
@@ -685,3 +700,22 @@ def test_free_memory_is_given_back_on_glibc_and_nowhere_else(monkeypatch):
         assert _memory.release_free_memory() is False
     finally:
         _memory._malloc_trim.cache_clear()
+
+
+def test_allocations_read_a_block_of_jobs_at_a_time_are_the_whole():
+    """A run's own storage and a hand-made list: counts and ids of any jobs low:high."""
+    jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:120]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    hand_made = dataclasses.replace(
+        results, allocations=[None, np.array([5, 2]), np.array([], dtype=np.intp), np.array([7])]
+    )
+    assert hand_made.allocation_sizes().tolist() == [0, 2, 0, 1]
+    assert [a.tolist() for a in hand_made.allocation_arrays(1, 3)] == [[2, 0], [5, 2]]
+    for each in (results, hand_made):
+        sizes, flat = each.allocation_arrays()
+        assert each.allocation_sizes().tolist() == sizes.tolist()
+        n = len(each.allocations)
+        blocks = [each.allocation_arrays(low, low + 11) for low in range(0, n, 11)]
+        assert np.concatenate([s for s, _ in blocks]).tolist() == sizes.tolist()
+        assert np.concatenate([f for _, f in blocks]).tolist() == flat.tolist()
+    assert int(results.allocation_sizes().sum()) > 120
