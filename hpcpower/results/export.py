@@ -344,10 +344,9 @@ def _chunk_changes(
         range(0, max(n, 1), chunk_nodes),
         strict=True,
     ):
-        c_node, c_state, c_time, rank = _node_changes(
+        yield _node_changes(
             chunk, finish, initial, node_state, end_s, np.arange(low, min(low + chunk_nodes, n))
         )
-        yield c_node, c_state, c_time, rank
 
 
 def _instant_index(instants: np.ndarray, times: np.ndarray) -> np.ndarray:
