@@ -197,9 +197,7 @@ class Gangs(Sequence["np.ndarray | None"]):
         # moved, and those kept whole (as _get reads them: running first).
         outside = {**self._kept, **self._live}
         others = {
-            job: gang
-            for job, gang in outside.items()
-            if low <= job < high and not self._start[job] >= 0
+            job: gang for job, gang in outside.items() if low <= job < high and self._start[job] < 0
         }
         for job, gang in others.items():
             counts[job - low] = len(gang)

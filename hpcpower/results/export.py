@@ -474,15 +474,13 @@ def _sorted_changes(
     integer, sorted together with an index array.
     """
     n = results.time_in_state_s.shape[0]
+    # (The rank has the bits the node and state leave: more than a run can
+    # have changes, for any machine that fits in memory.)
     node_bits = max(1, (n - 1).bit_length())
-    if node_bits + 3 > 62:
-        raise ValueError(f"too many nodes ({n}) for the state changes' sort keys")
     keys: list[np.ndarray] = []
     highs: list[np.ndarray] = []
     for c_node, c_state, time_s, rank in _chunk_changes(results):
         at = _instant_index(instants, time_s)
-        if len(rank) and int(rank.max()) >= 1 << (61 - node_bits):
-            raise ValueError("a node changes state too many times at one instant")
         keys.append(
             (rank.astype(np.uint64) << np.uint64(3 + node_bits))
             | (c_state.astype(np.uint64) << np.uint64(node_bits))
@@ -654,19 +652,25 @@ def energy_event_arrays(
 def _watts_after_changes(results: Results, changes: tuple[np.ndarray, ...]) -> np.ndarray:
     """The platform's watts after each group of :func:`pstate_change_arrays` ``changes``."""
     _, states, ptr, nodes = changes
-    power = _power_model(results)
-    # Every node starts in the run's initial state, so that the power of the
-    # first rows is the platform's (the rows at time 0 then set the rest).
     # Each node's watts, changed group by group (the changes come in time
     # order, as their rows): the platform's power after each group is the
     # sum of that array, as numpy sums it.
+    power = _power_model(results)
+    return _watts_after_groups(_initial_watts(results), power, states, ptr, nodes)
+
+
+def _initial_watts(results: Results) -> np.ndarray:
+    """Each node's watts in the run's initial state (a new array).
+
+    Every node starts in that state, so that the power of the first energy
+    rows is the platform's (the rows at time 0 then set the rest).
+    """
     initial = results.config.get("initial_state") or "idle"
-    return _watts_after_groups(power[:, PSTATE_IDS[initial]].copy(), power, states, ptr, nodes)
+    return _power_model(results)[:, PSTATE_IDS[initial]].copy()
 
 
 def _energy_events(results: Results, times: np.ndarray, after: np.ndarray) -> EnergyEvents:
     """:func:`energy_event_arrays` from the groups' times and the watts after each."""
-    power = _power_model(results)
     t = results.jobs
     done = ~np.isnan(t["finish_s"])
     started = ~np.isnan(t["start_s"])
@@ -693,8 +697,7 @@ def _energy_events(results: Results, times: np.ndarray, after: np.ndarray) -> En
     )[order]
     event_time = event_time[order]
     del order
-    initial = results.config.get("initial_state") or "idle"
-    start_w = float(power[:, PSTATE_IDS[initial]].sum())
+    start_w = float(_initial_watts(results).sum())
     # The watts after each row: after its row's group, or the last group
     # before (the platform's first power before any group).
     groups_so_far = np.cumsum(kind_code == 1, dtype=np.int32 if len(kind_code) < 2**31 else None)
