@@ -10,7 +10,8 @@ algorithm:
 * :mod:`.timelines` — per-node free intervals and the earliest gap for a job;
 * :mod:`.easy` — the FCFS/EASY pass: dispatch, head reservation,
   backfilling, and the projection of the queue;
-* :mod:`.gang` — a gang's nodes changing state (the engine's one step here).
+* :mod:`.gang` — a gang's nodes changing state (the engine's one step here);
+* :mod:`.wakes` — IPM's wake rule over a plan's first appearances.
 
 Each compiled twin follows its numpy form step by step (same candidate
 starts, same float operations in the same order, same tie-breaks), so both

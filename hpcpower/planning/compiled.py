@@ -20,11 +20,21 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from hpcpower.planning import common, easy, forward, gang, markov, release, select, timelines
+from hpcpower.planning import (
+    common,
+    easy,
+    forward,
+    gang,
+    markov,
+    release,
+    select,
+    timelines,
+    wakes,
+)
 from hpcpower.planning._numba import _TWINS, AVAILABLE
 
 #: The modules whose twins share the cache (and whose sources the stamp covers).
-_MODULES = (common, easy, forward, gang, markov, release, select, timelines)
+_MODULES = (common, easy, forward, gang, markov, release, select, timelines, wakes)
 _STAMP = "hpcpower-twins.stamp"
 
 _loaded = False

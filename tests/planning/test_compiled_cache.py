@@ -49,5 +49,6 @@ def test_the_digest_covers_every_planning_source():
         "hpcpower.planning.release",
         "hpcpower.planning.select",
         "hpcpower.planning.timelines",
+        "hpcpower.planning.wakes",
     ]
     assert compiled.sources_digest() == compiled.sources_digest()

@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning import _numba, compiled, easy, forward, gang, markov, release, select
+from hpcpower.planning import _numba, compiled, easy, forward, gang, markov, release, select, wakes
 from hpcpower.planning.common import IDLE, SLEEPING, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
@@ -685,3 +685,56 @@ def test_large_stats_match_on_random_doubles():
         want = screen._stats_numpy(values)
         assert n == size
         assert [float(x).hex() for x in (mean, cv, rho, ks)] == [float(x).hex() for x in want]
+
+
+def _wake_rule(nodes, starts, state, lead, now):
+    """IPM's wake rule written plainly: due nodes, and every later wake once, in order."""
+    due, later = [], []
+    for node, start in zip(nodes.tolist(), starts.tolist(), strict=True):
+        if state[node] == SLEEPING:
+            wake = start - lead[node]
+            if wake <= now + 1e-9:
+                due.append(node)
+            else:
+                later.append(wake)
+    return due, list(dict.fromkeys(later))
+
+
+@needs_twins
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_split_wakes_jit_splits_the_wakes_as_split_wakes_does(data):
+    """Plans of a few starts shared by many nodes (repeats), leads of 0 and more, any states."""
+    n = data.draw(st.integers(1, 40))
+    state = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype=np.int8)
+    lead = np.array(
+        data.draw(st.lists(st.sampled_from([0.0, 1.0, 30.0, 0.1]), min_size=n, max_size=n))
+    )
+    nodes = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
+    nodes = nodes[: data.draw(st.integers(0, n))]
+    steps = data.draw(
+        st.lists(st.sampled_from([0.0, 0.0, 0.0, 1e-10, 0.5, 29.9, 100.0]), min_size=len(nodes))
+    )
+    now = data.draw(st.sampled_from([0.0, 10.0, 1e6]))
+    starts = now + np.cumsum(np.array(steps[: len(nodes)], dtype=float))
+    due, later = wakes.split_wakes(nodes, starts, state, lead, now)
+    due_jit, later_jit = wakes.split_wakes_jit(nodes, starts, state, lead, now)
+    assert due.tolist() == due_jit.tolist()
+    assert later.tolist() == later_jit.tolist()
+    plain_due, plain_later = _wake_rule(nodes, starts, state, lead, now)
+    assert due.tolist() == plain_due
+    # Repeats that follow their equal are gone; the first of every distinct time stays, in order.
+    assert list(dict.fromkeys(later.tolist())) == plain_later
+
+
+def test_split_wakes_keeps_times_that_come_back_after_another():
+    """Only a repeat that follows its equal is dropped: 5, 7, 5 keeps all three."""
+    state = np.full(3, SLEEPING, dtype=np.int8)
+    nodes = np.arange(3)
+    starts = np.array([15.0, 17.0, 15.0])
+    due, later = wakes.split_wakes(nodes, starts, state, np.full(3, 10.0), 0.0)
+    assert due.tolist() == [] and later.tolist() == [5.0, 7.0, 5.0]
+    due, later = wakes.split_wakes(
+        nodes, np.array([10.0, 15.0, 15.0]), state, np.full(3, 10.0), 0.0
+    )
+    assert due.tolist() == [0] and later.tolist() == [5.0]

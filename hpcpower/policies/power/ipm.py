@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hpcpower.errors import InputError
+from hpcpower.planning import wakes as _wakes
 from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView
 from hpcpower.states import SLEEPING
 
@@ -88,7 +89,12 @@ class IPM(PowerManager):
                 plan_wakes(first_start, cluster.state, lead, now, decision)
             else:  # (only the wakes read a compiled plan: no dict in between)
                 plan_wakes(
-                    schedule.first_appearance_arrays(wanted), cluster.state, lead, now, decision
+                    schedule.first_appearance_arrays(wanted),
+                    cluster.state,
+                    lead,
+                    now,
+                    decision,
+                    compiled=True,
                 )
 
         # Expired nodes are switched off in the order they became idle, so
@@ -206,6 +212,7 @@ def plan_wakes(
     lead: np.ndarray,
     now: float,
     decision: Decision,
+    compiled: bool = False,
 ) -> None:
     """Wake the sleeping nodes of a plan in time and no sooner (IPM's wake rule).
 
@@ -217,9 +224,17 @@ def plan_wakes(
     switch-on time): due now (or past), the node is switched on in this pass,
     in plan order; later, a pass is asked for then, which plans again. Each
     later wake time is asked for once (many nodes of one planned job share it).
+    ``compiled``: split arrays with the compiled twin
+    (:func:`~hpcpower.planning.wakes.split_wakes_jit`; the same nodes and times).
     """
     if isinstance(first_start, tuple):
         nodes, starts = first_start
+        if compiled:
+            due, wakes = _wakes.split_wakes_jit(nodes, starts, state, lead, now)
+            decision.switch_on.extend(due.tolist())
+            if len(wakes):
+                decision.call_at.extend(dict.fromkeys(wakes.tolist()))
+            return
         pairs: Iterable[tuple[int, float]] | None = (
             zip(nodes.tolist(), starts.tolist(), strict=True) if len(nodes) < _FEW else None
         )
@@ -239,12 +254,9 @@ def plan_wakes(
                 else:
                     later.append(wake)
     else:  # the same rule, on arrays
-        asleep = state[nodes] == SLEEPING
-        nodes = nodes[asleep]
-        wakes = starts[asleep] - lead[nodes]
-        due = wakes <= now + EPS
-        decision.switch_on.extend(nodes[due].tolist())
-        later = wakes[~due].tolist()
+        due, wakes = _wakes.split_wakes(nodes, starts, state, lead, now)
+        decision.switch_on.extend(due.tolist())
+        later = wakes.tolist()
     if later:
         decision.call_at.extend(dict.fromkeys(later))
 
