@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
 from hpcpower.planning import _numba, compiled, easy, forward, gang, markov, release, select, wakes
-from hpcpower.planning.common import IDLE, SLEEPING, timeout_arg
+from hpcpower.planning.common import EPS, IDLE, SLEEPING, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
 from hpcpower.policies.queue.snf import plan_forward
@@ -693,7 +693,7 @@ def _wake_rule(nodes, starts, state, lead, now):
     for node, start in zip(nodes.tolist(), starts.tolist(), strict=True):
         if state[node] == SLEEPING:
             wake = start - lead[node]
-            if wake <= now + 1e-9:
+            if wake <= now + EPS:
                 due.append(node)
             else:
                 later.append(wake)
