@@ -731,8 +731,10 @@ def test_split_wakes_keeps_times_that_come_back_after_another():
     """Only a repeat that follows its equal is dropped: 5, 7, 5 keeps all three."""
     state = np.full(3, SLEEPING, dtype=np.int8)
     nodes = np.arange(3)
-    starts = np.array([15.0, 17.0, 15.0])
-    due, later = wakes.split_wakes(nodes, starts, state, np.full(3, 10.0), 0.0)
+    # (Starts never decrease along a plan; a longer lead brings a wake back.)
+    starts = np.array([15.0, 17.0, 17.0])
+    lead = np.array([10.0, 10.0, 12.0])
+    due, later = wakes.split_wakes(nodes, starts, state, lead, 0.0)
     assert due.tolist() == [] and later.tolist() == [5.0, 7.0, 5.0]
     due, later = wakes.split_wakes(
         nodes, np.array([10.0, 15.0, 15.0]), state, np.full(3, 10.0), 0.0

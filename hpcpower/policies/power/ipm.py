@@ -229,12 +229,6 @@ def plan_wakes(
     """
     if isinstance(first_start, tuple):
         nodes, starts = first_start
-        if compiled:
-            due, wakes = _wakes.split_wakes_jit(nodes, starts, state, lead, now)
-            decision.switch_on.extend(due.tolist())
-            if len(wakes):
-                decision.call_at.extend(dict.fromkeys(wakes.tolist()))
-            return
         pairs: Iterable[tuple[int, float]] | None = (
             zip(nodes.tolist(), starts.tolist(), strict=True) if len(nodes) < _FEW else None
         )
@@ -254,14 +248,16 @@ def plan_wakes(
                 else:
                     later.append(wake)
     else:  # the same rule, on arrays
-        due, wakes = _wakes.split_wakes(nodes, starts, state, lead, now)
+        split = _wakes.split_wakes_jit if compiled else _wakes.split_wakes
+        due, wakes = split(nodes, starts, state, lead, now)
         decision.switch_on.extend(due.tolist())
         later = wakes.tolist()
     if later:
         decision.call_at.extend(dict.fromkeys(later))
 
 
-#: Below this many planned nodes, :func:`plan_wakes` loops in Python (cheaper than arrays).
+#: Below this many planned nodes, :func:`plan_wakes` loops in Python: cheaper than
+#: arrays, and than the compiled split below about ten nodes (1.8 against 3.0 µs for one).
 _FEW = 16
 
 
