@@ -1,0 +1,155 @@
+"""Where a run's time goes, part by part, and which controller passes act.
+
+Runs one trace once, with a wall-clock timer (``time.perf_counter``) around
+each part of a pass that the policy has (the parts of SNF-ICON and of a
+queue policy plus a power manager; a part the policy lacks is left out),
+and counts the passes by what triggered them and whether they started a
+job or switched a node. Printed: CPU and wall seconds of ``run()``, then
+per part its seconds, calls, microseconds a call and share of the wall
+time (parts nest: the indented ones are inside the one above, and "the
+engine" is what the policy's ``decide`` leaves), then the census of passes.
+
+The timers cost about half a microsecond a call, so the shares are a
+little above those of an untimed run; the census is exact. Run from the
+project root:
+
+    python benchmarks/pass_split.py scenarios/data/DAS2-fs1-2003-1.swf.gz --platform aoba-64
+    python benchmarks/pass_split.py scenarios/data/SDSC-BLUE-2000-4.2-cln.swf.gz \\
+        --platform aoba-1152 --jobs 20000          # the first 20,000 jobs
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import sys
+import time
+from pathlib import Path
+
+from cases import add_kernels_option
+
+#: The parts timed: (label, depth, path from the simulation, attribute). A
+#: path is a chain of attributes read from the ``Simulation``; the wrapper
+#: is set on the object it leads to (an instance, or a module for a kernel).
+PARTS = [
+    ("policy: decide", 0, ("policy",), "decide"),
+    ("workload screen", 1, ("policy", "screen"), "verdict"),
+    ("the note", 1, ("policy",), "_note"),
+    ("ICON pass", 1, ("policy",), "_icon"),
+    ("queue policy: schedule", 1, ("policy", "fallback", "queue_policy"), "schedule"),
+    ("queue policy: schedule", 1, ("policy", "queue_policy"), "schedule"),
+    ("power manager: manage", 1, ("policy", "fallback", "power"), "manage"),
+    ("power manager: manage", 1, ("policy", "power"), "manage"),
+    ("forward plan (kernel)", 2, ("<forward>",), "forward_plan"),
+    ("decision log", 1, ("decisions",), "append"),
+]
+
+
+def _resolve(sim, path: tuple[str, ...]):
+    """The object at ``path`` (``None`` if the policy has no such part)."""
+    if path == ("<forward>",):
+        from hpcpower.planning import forward
+
+        return forward
+    obj = sim
+    for name in path:
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _timed(function, totals: list[float]):
+    """``function`` with its calls counted and its wall seconds added to ``totals``."""
+    clock = time.perf_counter
+
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            totals[0] += clock() - start
+            totals[1] += 1
+
+    return timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--platform", default="aoba-64")
+    parser.add_argument("--policy", default="snf-icon")
+    parser.add_argument("--jobs", type=int, default=0, help="only the first JOBS jobs (0: all)")
+    add_kernels_option(parser)
+    args = parser.parse_args()
+
+    from hpcpower import Simulation, load_platform, load_workload, make_policy
+    from hpcpower.planning import compiled
+
+    workload = load_workload(args.trace)
+    if args.jobs:
+        workload.jobs = workload.jobs[: args.jobs]
+    sim = Simulation(
+        load_platform(args.platform),
+        workload,
+        make_policy(args.policy),
+        seed=42,
+        kernels=args.kernels,
+    )
+    if sim.kernels == "numba":
+        compiled.load()  # (before the wrappers: they wrap the compiled kernels)
+    rows = []
+    for label, depth, path, attribute in PARTS:
+        owner = _resolve(sim, path)
+        if owner is None or not hasattr(owner, attribute):
+            continue
+        if sim.kernels != "numba" and path == ("<forward>",):
+            continue  # (the numpy form plans in Python, job by job, not in this kernel)
+        totals = [0.0, 0]
+        setattr(owner, attribute, _timed(getattr(owner, attribute), totals))
+        rows.append((label, depth, totals))
+
+    census: collections.Counter = collections.Counter()
+
+    def count(_t, decision) -> None:
+        acted = bool(decision.start or decision.switch_on or decision.switch_off)
+        census["+".join(sorted(sim.last_triggers)), acted] += 1
+
+    sim.on("decision", count)
+    cpu, wall = time.process_time(), time.perf_counter()
+    sim.run()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    passes = sim.passes
+    print(
+        f"{args.trace.name}{f' (first {args.jobs} jobs)' if args.jobs else ''}, {args.platform}, "
+        f"{args.policy}, {sim.kernels} kernels: run() {cpu:.2f} CPU s, {wall:.2f} wall s, "
+        f"{passes:,} passes, {wall / passes * 1e6:.1f} us a pass\n"
+    )
+    print("| part | seconds | calls | us a call | share of run() |")
+    print("|---|---:|---:|---:|---:|")
+    decide = next((totals[0] for label, _, totals in rows if label == "policy: decide"), None)
+    for label, depth, (seconds, calls) in rows:
+        if label == "decision log" and decide is not None:
+            # The engine's row (what the policy's decide leaves), then its parts.
+            rest = wall - decide
+            print(
+                f"| the engine (all but the policy's decide) | {rest:.2f} | {passes:,} passes | "
+                f"{rest / passes * 1e6:.1f} a pass | {rest / wall:.1%} |"
+            )
+        name = "&nbsp;&nbsp;" * 2 * depth + label
+        per_call = seconds / calls * 1e6 if calls else 0.0
+        print(f"| {name} | {seconds:.2f} | {calls:,} | {per_call:.1f} | {seconds / wall:.1%} |")
+    print("\n| triggers | passes | of which acted | share of passes |")
+    print("|---|---:|---:|---:|")
+    triggers = collections.Counter()
+    for (names, _), k in census.items():
+        triggers[names] += k
+    for names, k in triggers.most_common():
+        print(f"| {names} | {k:,} | {census[names, True]:,} | {k / passes:.1%} |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
