@@ -35,7 +35,7 @@ import numpy as np
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.common import COMPUTING, EPS, INF, SLEEPING, SWITCHING_OFF, SWITCHING_ON
 from hpcpower.planning.release import ReleaseMap, idle_order_jit, release_map
-from hpcpower.planning.select import _argsort2, _order, _select, _select_in, select_jit
+from hpcpower.planning.select import _argsort2, _order, _select, _select_in, key_order, select_jit
 from hpcpower.planning.timelines import Timelines, _add, _earliest, _room, _window_free
 
 
@@ -576,10 +576,11 @@ def project_jit(now, cluster, rm, started, head, rest):
         rel[node] = head_end
     barrier = head_start
     work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    by_key = key_order(tie_key)
     for i in range(n_rest):
         res = rest_res[i]
         wall = rest_req[i]
-        nodes, start = _select_in(rel, base_j, gap_w, tie_key, res, barrier, True, work)
+        nodes, start = _select_in(rel, base_j, gap_w, by_key, res, barrier, True, work)
         if len(nodes) == 0:
             break
         barrier = start

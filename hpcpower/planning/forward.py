@@ -21,7 +21,7 @@ import numpy as np
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.easy import _mark_first
 from hpcpower.planning.release import release_map
-from hpcpower.planning.select import _select_in
+from hpcpower.planning.select import _select_in, key_order
 
 
 @kernel
@@ -76,10 +76,11 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
     ptr = np.zeros(n_jobs + 1, dtype=np.int64)
     flat = np.empty(max(16, 2 * n), dtype=np.int64)
     work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    by_key = key_order(tie_key) if n_jobs else np.empty(0, dtype=np.int64)
     barrier = now
     count = 0
     for j in range(n_jobs):
-        picked, start = _select_in(release, base_j, gap_w, tie_key, res[j], barrier, True, work)
+        picked, start = _select_in(release, base_j, gap_w, by_key, res[j], barrier, True, work)
         r = len(picked)
         if r == 0:
             break

@@ -6,7 +6,10 @@ orders nodes by state rank, remaining idle timeout and id (see
 :mod:`.release`). :func:`cheapest_order` is the numpy form; the compiled
 twins below include the sorts and selections they need, written out
 (numba compiles numpy's sort and partition slowly) so that they give
-exactly what numpy's stable sorts and partitions give.
+exactly what numpy's stable sorts and partitions give. A plan's node
+choice reads the nodes in tie-key order (:func:`key_order`, once per
+plan), so only the cost is left to sort by, and a job's few distinct costs
+make long runs for the merge sort.
 """
 
 from __future__ import annotations
@@ -225,6 +228,29 @@ def cheapest_order_jit(r, cost, key):
 
 
 @kernel
+def key_order(tie_key):
+    """Node ids in increasing tie key (the keys are distinct and non-negative).
+
+    One slot per key value (below four times the nodes for a release map's
+    keys), so the order takes two passes and no comparison.
+    """
+    top = 0
+    for key in tie_key:
+        if key > top:
+            top = key
+    slot = np.full(top + 1, -1, dtype=np.int64)
+    for node in range(len(tie_key)):
+        slot[tie_key[node]] = node
+    out = np.empty(len(tie_key), dtype=np.int64)
+    k = 0
+    for node in slot:
+        if node >= 0:
+            out[k] = node
+            k += 1
+    return out
+
+
+@kernel
 def select_jit(release, base_j, gap_w, tie_key, r, min_start):
     """:meth:`ReleaseMap.select` over every node: ``(nodes, start)``; empty nodes for ``None``."""
     return _select(release, base_j, gap_w, tie_key, r, min_start, True)
@@ -235,20 +261,27 @@ def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
     """:func:`select_jit`; with ``ordered`` false the nodes come in no particular order."""
     m = len(release)
     work = (np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
-    return _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work)
+    return _select_in(release, base_j, gap_w, key_order(tie_key), r, min_start, ordered, work)
 
 
 @kernel
-def _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work):
-    """:func:`_select` working in ``work``: ``(floats, floats, ints, ints)``, one slot per node.
+def _select_in(release, base_j, gap_w, by_key, r, min_start, ordered, work):
+    """:func:`_select` given the nodes in tie-key order (:func:`key_order`), in ``work``.
 
-    The projection selects once per planned job and hands the same work
+    ``work`` is ``(floats, floats, ints, ints)``, one slot per node: a
+    plan selects once per planned job, with the same tie keys and work
     arrays each time (allocations are a large part of its time).
+
+    The eligible nodes are read in tie-key order, so ties in cost are
+    already in the order the tie-breaks give: of the ``r`` cheapest, those
+    tied at the ``r``-th cost are the first ones read, and the cheaper ones
+    need only a stable order by cost (few distinct costs, so long runs for
+    the merge sort).
     """
     m = len(release)
     if r > m:
         return np.empty(0, dtype=np.int64), np.nan
-    copy, cost_buf, eligible_buf, key_buf = work
+    copy, cost_buf, eligible_buf, below_buf = work
     if r < m:
         copy[:] = release
         kth = _kth_in_place(copy, r - 1)
@@ -258,19 +291,41 @@ def _select_in(release, base_j, gap_w, tie_key, r, min_start, ordered, work):
         return np.empty(0, dtype=np.int64), np.nan
     start = min_start if min_start >= kth else kth
     k = 0
-    for i in range(m):
-        if release[i] <= start:
+    for node in by_key:
+        rel = release[node]
+        if rel <= start:
+            eligible_buf[k] = node
+            cost_buf[k] = base_j[node] + gap_w[node] * (start - rel)
             k += 1
-    eligible = eligible_buf[:k]
     cost = cost_buf[:k]
-    key = key_buf[:k]
-    k = 0
-    for i in range(m):
-        if release[i] <= start:
-            eligible[k] = i
-            cost[k] = base_j[i] + gap_w[i] * (start - release[i])
-            key[k] = tie_key[i]
-            k += 1
-    if ordered:
-        return eligible[cheapest_order_jit(r, cost, key)], start
-    return eligible[_cheapest(r, cost, key)], start
+    eligible = eligible_buf[:k]
+    if k > r:
+        scratch = copy[:k]
+        scratch[:] = cost
+        cut = _kth_in_place(scratch, r - 1)
+    else:
+        cut = INF  # (all k == r taken: no cost is inf)
+    # Positions (in tie-key order) of the nodes cheaper than the cut.
+    n_below = 0
+    for i in range(k):
+        if cost[i] < cut:
+            below_buf[n_below] = i
+            n_below += 1
+    below = below_buf[:n_below]
+    out = np.empty(r, dtype=np.int64)
+    if ordered and n_below > 1:
+        # Stable by cost: ``below`` itself is increasing, a valid second key.
+        by_cost = _order(cost[below], below)
+        for i in range(n_below):
+            out[i] = eligible[below[by_cost[i]]]
+    else:
+        for i in range(n_below):
+            out[i] = eligible[below[i]]
+    q = n_below
+    i = 0
+    while q < r and i < k:
+        if cost[i] == cut:
+            out[q] = eligible[i]
+            q += 1
+        i += 1
+    return out, start

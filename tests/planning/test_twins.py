@@ -110,6 +110,16 @@ def test_cheapest_order_matches_numpy_with_and_without_partition(costs, r):
     assert select.cheapest_order_jit(r, cost, key).tolist() == want.tolist()
 
 
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 300), st.integers(1, 4), st.integers(0, 2**31))
+def test_key_order_is_numpys_argsort_of_the_keys(n, spread, seed):
+    """Distinct keys: a permutation, or spread up to four times the nodes (a release map's)."""
+    rng = np.random.default_rng(seed)
+    tie_key = rng.choice(spread * n, size=n, replace=False).astype(np.int64)
+    assert select.key_order(tie_key).tolist() == np.argsort(tie_key).tolist()
+
+
 def _release_map_of(rel, base_j, gap_w, tie_key) -> ReleaseMap:
     """A release map (numpy form) holding the given arrays, for its node choice."""
     releases = object.__new__(ReleaseMap)
