@@ -169,3 +169,36 @@ def test_a_zero_length_job_keeps_the_idle_timers_of_its_nodes():
     assert sorted(res.allocations[4].tolist()) == [0, 1]
     assert res.allocations[5].tolist() == [1]
     assert res.job_table()["start_s"].tolist() == [10.0, 20.0, 30.0, 20_030.0, 300.0, 400.0]
+
+
+def test_timeouts_switch_off_the_expired_by_idle_time_and_ask_for_the_next():
+    """Hand case at t = 10,000 s with a 7200 s timeout.
+
+    Nodes 1, 3, 4 and 6 are idle, idle since 2000, 500, 2000 and 9000 s (2
+    and 5 left for the spare's switch-off and node 0 computing). 3, 1 and 4
+    expired (at 7700, 9200 and 9200 s): off in the order they became idle,
+    the tie by id; node 6 expires at 16,200 s, the time asked for.
+    """
+    from types import SimpleNamespace
+
+    from hpcpower.engine.contract import Decision
+
+    policy = make_policy("snf-icon", timeout_s=7200.0)
+    since = np.array([0.0, 2000.0, 100.0, 500.0, 2000.0, 50.0, 9000.0])
+    view = SimpleNamespace(now=10_000.0, cluster=SimpleNamespace(since=since))
+    decision = Decision(switch_off=[2, 5])
+    idle_after = np.array([1, 2, 3, 4, 5, 6])
+    assert policy._timeouts(view, idle_after, decision) == [3, 1, 4]
+    assert decision.call_at == [16_200.0]
+    assert type(decision.call_at[0]) is float
+
+    # None expired: the earliest expiry is asked for, nothing is switched off.
+    view.now = 7000.0
+    decision = Decision(switch_off=[2, 5])
+    assert policy._timeouts(view, idle_after, decision) == []
+    assert decision.call_at == [7700.0]
+    # All expired: nothing left to ask for.
+    view.now = 20_000.0
+    decision = Decision()
+    assert policy._timeouts(view, np.array([1, 3]), decision) == [3, 1]
+    assert decision.call_at == []

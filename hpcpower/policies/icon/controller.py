@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -302,11 +301,15 @@ class SnfIcon(Policy):
                 decision.plan = plan.made
                 note["planned_jobs"] = wakes.planned_jobs
         else:
-            idle_after = sorted(cluster.idle - taken)
+            # The idle nodes left after dispatch, by id (as the state array lists them).
+            is_idle = cluster.state == IDLE
+            if taken:
+                is_idle[list(taken)] = False
+            idle_after = np.flatnonzero(is_idle)
             if not event:
                 note.update(spare="skipped", spare_reason="not_a_decision_event")
             elif gate.open:
-                spare, model = self._spares(view, started, np.array(idle_after, dtype=np.intp))
+                spare, model = self._spares(view, started, idle_after)
                 self.last_spare = spare
                 self.last_event = model
                 decision.switch_on.extend(spare.wake)
@@ -327,7 +330,7 @@ class SnfIcon(Policy):
             else:
                 note.update(spare="skipped", spare_reason="no_recent_job_arrival")
                 if cfg.immediate_shutdown_on_stale_completion and view.completed:
-                    offs = completion_shutdown(released, taken, set(idle_after))
+                    offs = completion_shutdown(released, taken, set(idle_after.tolist()))
                     decision.switch_off.extend(offs)
                     note["completion_switch_offs"] = len(offs)
             if cfg.timeout_s is not None:
@@ -432,32 +435,31 @@ class SnfIcon(Policy):
         plan = optimise(nodes, now, model, self.requests.pmf(), self._spare_settings)
         return plan, model
 
-    def _timeouts(self, view: SystemView, idle_after: list[int], decision: Decision) -> list[int]:
-        """Idle nodes whose timeout expired (in the order they became idle); asks for the next."""
-        off = set(decision.switch_off)
-        idle = [n for n in idle_after if n not in off]
-        if not idle:
+    def _timeouts(self, view: SystemView, idle_after: np.ndarray, decision: Decision) -> list[int]:
+        """Idle nodes whose timeout expired (in the order they became idle); asks for the next.
+
+        ``idle_after``: the idle nodes left after dispatch, by id.
+        """
+        idle = idle_after
+        if decision.switch_off:
+            idle = idle[~np.isin(idle, decision.switch_off)]
+        if not len(idle):
             return []
         now = view.now
         timeout = self.settings.timeout_s
-        since = view.cluster.since[idle].tolist()
-        first = min([start + timeout for start in since])
+        since = view.cluster.since[idle]
+        # Adding a constant never reorders floats (rounding is monotonic), so
+        # the earliest expiry is the earliest idle time plus the timeout.
+        first = float(since.min()) + timeout
         if now < first:  # the usual case: no timeout expired, ask for the first
             decision.call_at.append(first)
             return []
-        gone = []
-        next_expiry = None
-        for node, start in zip(idle, since, strict=True):
-            expiry = start + timeout
-            if now >= expiry:
-                gone.append((start, node))
-            elif next_expiry is None or expiry < next_expiry:
-                next_expiry = expiry
-        if next_expiry is not None:
-            decision.call_at.append(next_expiry)
+        expiry = since + timeout
+        gone = now >= expiry
+        if not gone.all():
+            decision.call_at.append(float(expiry[~gone].min()))
         # By the time they became idle; a stable sort keeps ties in id order.
-        gone.sort(key=itemgetter(0))
-        return [node for _, node in gone]
+        return idle[gone][np.argsort(since[gone], kind="stable")].tolist()
 
     # ----------------------------------------------------------- reporting
     def _note(
