@@ -580,7 +580,7 @@ def project_jit(now, cluster, rm, started, head, rest):
     for i in range(n_rest):
         res = rest_res[i]
         wall = rest_req[i]
-        nodes, start = _select_in(rel, base_j, gap_w, by_key, res, barrier, True, work)
+        nodes, start = _select_in(rel, base_j, gap_w, tie_key, by_key, res, barrier, True, work)
         if len(nodes) == 0:
             break
         barrier = start

@@ -80,7 +80,9 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
     barrier = now
     count = 0
     for j in range(n_jobs):
-        picked, start = _select_in(release, base_j, gap_w, by_key, res[j], barrier, True, work)
+        picked, start = _select_in(
+            release, base_j, gap_w, tie_key, by_key, res[j], barrier, True, work
+        )
         r = len(picked)
         if r == 0:
             break

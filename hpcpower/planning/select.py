@@ -234,7 +234,7 @@ def key_order(tie_key):
     One slot per key value (below four times the nodes for a release map's
     keys), so the order takes two passes and no comparison.
     """
-    top = 0
+    top = np.int64(0)
     for key in tie_key:
         if key > top:
             top = key
@@ -261,22 +261,28 @@ def _select(release, base_j, gap_w, tie_key, r, min_start, ordered):
     """:func:`select_jit`; with ``ordered`` false the nodes come in no particular order."""
     m = len(release)
     work = (np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
-    return _select_in(release, base_j, gap_w, key_order(tie_key), r, min_start, ordered, work)
+    return _select_in(release, base_j, gap_w, tie_key, _NO_ORDER, r, min_start, ordered, work)
+
+
+#: No tie-key order: :func:`_select_in` reads the nodes by id.
+_NO_ORDER = np.empty(0, dtype=np.int64)
 
 
 @kernel
-def _select_in(release, base_j, gap_w, by_key, r, min_start, ordered, work):
-    """:func:`_select` given the nodes in tie-key order (:func:`key_order`), in ``work``.
+def _select_in(release, base_j, gap_w, tie_key, by_key, r, min_start, ordered, work):
+    """:func:`_select` in ``work``: ``(floats, floats, ints, ints)``, one slot per node.
 
-    ``work`` is ``(floats, floats, ints, ints)``, one slot per node: a
-    plan selects once per planned job, with the same tie keys and work
-    arrays each time (allocations are a large part of its time).
+    A plan selects once per planned job, with the same tie keys and work
+    arrays each time (allocations are a large part of its time), and hands
+    the nodes in tie-key order (:func:`key_order`, made once per plan);
+    a single choice hands no order (an empty ``by_key``).
 
-    The eligible nodes are read in tie-key order, so ties in cost are
-    already in the order the tie-breaks give: of the ``r`` cheapest, those
-    tied at the ``r``-th cost are the first ones read, and the cheaper ones
-    need only a stable order by cost (few distinct costs, so long runs for
-    the merge sort).
+    In tie-key order, ties in cost are already in the order the tie-breaks
+    give: of the ``r`` cheapest, those tied at the ``r``-th cost are the
+    first ones read, and the cheaper ones need only a stable order by cost
+    (few distinct costs, so long runs for the merge sort). Without the
+    order, the nodes are read by id and the ``r`` chosen sorted by (cost,
+    tie key), which costs less than ordering every node for one choice.
     """
     m = len(release)
     if r > m:
@@ -290,6 +296,8 @@ def _select_in(release, base_j, gap_w, by_key, r, min_start, ordered, work):
     if kth == INF:
         return np.empty(0, dtype=np.int64), np.nan
     start = min_start if min_start >= kth else kth
+    if not len(by_key):
+        return _select_by_id(release, base_j, gap_w, tie_key, r, start, ordered, work)
     k = 0
     for node in by_key:
         rel = release[node]
@@ -329,3 +337,22 @@ def _select_in(release, base_j, gap_w, by_key, r, min_start, ordered, work):
             q += 1
         i += 1
     return out, start
+
+
+@kernel
+def _select_by_id(release, base_j, gap_w, tie_key, r, start, ordered, work):
+    """:func:`_select_in`'s choice at ``start`` without a tie-key order: by id, then sorted."""
+    _, cost_buf, eligible_buf, key_buf = work
+    k = 0
+    for i in range(len(release)):
+        if release[i] <= start:
+            eligible_buf[k] = i
+            cost_buf[k] = base_j[i] + gap_w[i] * (start - release[i])
+            key_buf[k] = tie_key[i]
+            k += 1
+    eligible = eligible_buf[:k]
+    cost = cost_buf[:k]
+    key = key_buf[:k]
+    if ordered:
+        return eligible[cheapest_order_jit(r, cost, key)], start
+    return eligible[_cheapest(r, cost, key)], start

@@ -447,6 +447,7 @@ class SnfIcon(Policy):
             return []
         now = view.now
         timeout = self.settings.timeout_s
+        assert timeout is not None  # called only when the power manager has a timeout
         since = view.cluster.since[idle]
         # Adding a constant never reorders floats (rounding is monotonic), so
         # the earliest expiry is the earliest idle time plus the timeout.
