@@ -28,13 +28,14 @@ from hpcpower.planning import (
     markov,
     release,
     select,
+    spareplans,
     timelines,
     wakes,
 )
 from hpcpower.planning._numba import _TWINS, AVAILABLE
 
 #: The modules whose twins share the cache (and whose sources the stamp covers).
-_MODULES = (common, easy, forward, gang, markov, release, select, timelines, wakes)
+_MODULES = (common, easy, forward, gang, markov, release, select, spareplans, timelines, wakes)
 _STAMP = "hpcpower-twins.stamp"
 
 _loaded = False

@@ -233,6 +233,27 @@ def test_many_plans_summed_with_numpy_give_the_same_floats(seed, respect, cells,
         assert plan.target == min(brute)[3]
 
 
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("respect", [True, False])
+def test_many_plans_with_the_compiled_order_statistics_give_the_same_floats(
+    seed, respect, monkeypatch
+):
+    """Many plans, their delays ordered by the compiled twin: the brute force's floats."""
+    pytest.importorskip("numba")
+    from hpcpower.planning import compiled
+    from hpcpower.policies.icon import spares
+
+    compiled.load()
+    nodes, now, event, pmf = random_case(100 + seed, n=20, hetero=seed % 2 == 0)
+    s = SpareSettings(5000.0, 1.0, seed % 3, 20, respect)
+    monkeypatch.setattr(spares, "_PYTHON_PLANS", 0)
+    plan = optimise(nodes, now, event, pmf, s, compiled=True)
+    brute = brute_force(nodes, now, event, pmf, s)
+    assert plan.waits_s.tolist() == [b[1] for b in brute]
+    assert plan.energies_j.tolist() == [b[2] for b in brute]
+    assert plan.target == min(brute)[3]
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_precomputed_wake_ranks_give_the_same_order(seed):
     from dataclasses import replace

@@ -7,6 +7,8 @@ the old one (seen as ``NRT_adapt_ndarray_to_python: 'descr' is NULL``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hpcpower.planning import compiled
 
 
@@ -48,7 +50,15 @@ def test_the_digest_covers_every_planning_source():
         "hpcpower.planning.markov",
         "hpcpower.planning.release",
         "hpcpower.planning.select",
+        "hpcpower.planning.spareplans",
         "hpcpower.planning.timelines",
         "hpcpower.planning.wakes",
     ]
+    # Every planning source that marks a twin is among them.
+    marked = sorted(
+        f"hpcpower.planning.{path.stem}"
+        for path in Path(compiled.__file__).parent.glob("*.py")
+        if "@kernel" in path.read_text()
+    )
+    assert set(marked) <= set(names), marked
     assert compiled.sources_digest() == compiled.sources_digest()

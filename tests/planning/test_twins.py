@@ -20,7 +20,18 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpcpower import Simulation, load_platform, load_workload, make_policy
-from hpcpower.planning import _numba, compiled, easy, forward, gang, markov, release, select, wakes
+from hpcpower.planning import (
+    _numba,
+    compiled,
+    easy,
+    forward,
+    gang,
+    markov,
+    release,
+    select,
+    spareplans,
+    wakes,
+)
 from hpcpower.planning.common import EPS, IDLE, SLEEPING, timeout_arg
 from hpcpower.planning.release import ReleaseMap, idle_order
 from hpcpower.policies.queue.fcfs_easy import FCFSEasy
@@ -750,3 +761,63 @@ def test_split_wakes_keeps_times_that_come_back_after_another():
         nodes, np.array([10.0, 15.0, 15.0]), state, np.full(3, 10.0), 0.0
     )
     assert due.tolist() == [0] and later.tolist() == [5.0]
+
+
+_DELAYS = st.lists(st.sampled_from([0.0, 0.5, 300.0, 1200.0, 1200.0, 1800.0, 1e9]), max_size=12)
+
+
+@needs_twins
+@settings(max_examples=300, deadline=None)
+@given(
+    _DELAYS,
+    _DELAYS,
+    st.lists(st.tuples(st.sampled_from([0.0, 30.0, 1200.0]), st.sampled_from([1200.0, 1260.0]))),
+    st.data(),
+)
+def test_plan_order_statistics_are_the_numpy_forms_and_the_sorted_delays(
+    fixed, opt_off, sleepers, data
+):
+    """Every candidate plan's r-th smallest delay: the numpy form's and a sort's, to the bit."""
+    from hpcpower.policies.icon import spares
+
+    fixed = np.sort(np.array(fixed, dtype=float))
+    opt_off = np.array(opt_off, dtype=float)
+    wake = np.array([a for a, _ in sleepers], dtype=float)
+    asleep = np.array([b for _, b in sleepers], dtype=float)
+    n_opt, n_sleep = len(opt_off), len(wake)
+    first = data.draw(st.integers(0, n_opt + n_sleep))
+    need = np.arange(first, data.draw(st.integers(first, n_opt + n_sleep)) + 1)
+    k = np.minimum(need, n_opt)
+    w = need - k
+    n_total = len(fixed) + n_opt + n_sleep
+    if not n_total:
+        return
+    ranks = sorted(data.draw(st.sets(st.integers(1, n_total), min_size=1)))
+    table = spareplans.plan_order_statistics(
+        fixed, k, w, opt_off, wake, asleep, np.array(ranks, dtype=np.int64)
+    )
+    want = spares._order_statistics(spares._Delays(fixed, k, w, opt_off, wake, asleep), ranks)
+    for q, rank in enumerate(ranks):
+        assert table[q].tolist() == want[rank].tolist()
+    for x in range(len(k)):
+        delays = np.sort(
+            np.concatenate((fixed, np.zeros(k[x]), opt_off[k[x] :], wake[: w[x]], asleep[w[x] :]))
+        )
+        assert table[:, x].tolist() == [delays[r - 1] for r in ranks]
+
+
+@needs_twins
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.data())
+def test_add_to_prefixes_adds_as_numpy_slices_do(n_plans, data):
+    """Each term to its leading plans, in turn: numpy's slice additions, to the bit."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_terms = data.draw(st.integers(0, 30))
+    sums = rng.exponential(1e6, n_plans)
+    terms = rng.exponential(1e5, n_terms) * rng.random(n_terms)
+    upto = rng.integers(0, n_plans + 1, n_terms)
+    want = sums.copy()
+    for n_rows, e in zip(upto.tolist(), terms.tolist(), strict=True):
+        want[:n_rows] += e
+    spareplans.add_to_prefixes(sums, upto, terms)
+    assert [x.hex() for x in sums.tolist()] == [x.hex() for x in want.tolist()]

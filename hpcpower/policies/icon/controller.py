@@ -432,7 +432,7 @@ class SnfIcon(Policy):
         model = next_event(
             self.arrivals.rate(), remaining, len(view.running), self.service.rate(), cap
         )
-        plan = optimise(nodes, now, model, self.requests.pmf(), self._spare_settings)
+        plan = optimise(nodes, now, model, self.requests.pmf(), self._spare_settings, view.compiled)
         return plan, model
 
     def _timeouts(self, view: SystemView, idle_after: np.ndarray, decision: Decision) -> list[int]:

@@ -55,6 +55,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hpcpower.planning import spareplans
 from hpcpower.policies.icon.next_event import NextEvent, expected_residual
 
 EPS = 1e-9
@@ -199,7 +200,9 @@ class _Delays(NamedTuple):
     asleep: np.ndarray
 
 
-def _expected_waits(delays: _Delays, terms: list[tuple[float, int]]) -> np.ndarray:
+def _expected_waits(
+    delays: _Delays, terms: list[tuple[float, int]], compiled: bool = False
+) -> np.ndarray:
     """``sum_r p(r) d_(r)`` of every candidate plan, summed in pmf order from 0 (the authors').
 
     ``terms`` holds ``(p, i)`` per pmf entry, ``i`` the index of its delay
@@ -216,14 +219,20 @@ def _expected_waits(delays: _Delays, terms: list[tuple[float, int]]) -> np.ndarr
     decrease, as with the pmf by size). Delays are never -0.0 or NaN (all
     come from ``max(0, .)`` and finite means), so equal delays are the same
     floats and their order within the list does not matter. Many plans
-    get their order statistics at once from :func:`_order_statistics` and are
-    summed one pmf entry at a time across plans.
+    get their order statistics at once from :func:`_order_statistics` (or
+    its compiled twin, :func:`~hpcpower.planning.spareplans.plan_order_statistics`,
+    when ``compiled``) and are summed one pmf entry at a time across plans.
     """
     fixed, k, w, opt_off, wake, asleep = delays
     if len(k) > _PYTHON_PLANS:
-        stats = _order_statistics(
-            delays._replace(fixed=np.sort(fixed)), sorted({i + 1 for _, i in terms})
-        )
+        ranks = sorted({i + 1 for _, i in terms})
+        if compiled:
+            table = spareplans.plan_order_statistics(
+                np.sort(fixed), k, w, opt_off, wake, asleep, np.array(ranks, dtype=np.int64)
+            )
+            stats = dict(zip(ranks, table, strict=True))
+        else:
+            stats = _order_statistics(delays._replace(fixed=np.sort(fixed)), ranks)
         sums = np.zeros(len(k))
         for p, i in terms:
             sums = sums + p * stats[i + 1]
@@ -339,6 +348,7 @@ def _plan_energies(
     ranked: np.ndarray,
     k: np.ndarray,
     w: np.ndarray,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Expected non-compute energy of every candidate plan, summed in the authors' order.
 
@@ -356,7 +366,9 @@ def _plan_energies(
     they share the sum up to the woken nodes (sequential prefix sums of the
     wake terms). Few plans are then summed one by one with Python floats;
     many get each remaining term added to a leading slice of a numpy array
-    of plans. Both add the same floats in the same order.
+    of plans (one compiled loop for the sleeping and optional nodes when
+    ``compiled``: :func:`~hpcpower.planning.spareplans.add_to_prefixes`).
+    All add the same floats in the same order.
     """
     pw = nodes.power_w
     p_sleep, p_on, p_idle, p_off = pw[:, 0], pw[:, 1], pw[:, 2], pw[:, 4]
@@ -401,16 +413,22 @@ def _plan_energies(
         rank_of = np.empty(len(nodes.lead_s), dtype=np.int64)
         rank_of[ranked] = np.arange(len(ranked))
         upto = np.searchsorted(w, rank_of[sleeping], side="right")
-        for n_rows, e in zip(upto.tolist(), sleep_e.tolist(), strict=True):
-            sums[:n_rows] += e
+        if compiled:
+            spareplans.add_to_prefixes(sums, upto, sleep_e)
+        else:
+            for n_rows, e in zip(upto.tolist(), sleep_e.tolist(), strict=True):
+                sums[:n_rows] += e
         for e in exp_terms.tolist():
             sums += e
         # Optional node j is switched off in the plans keeping at most j.
         upto = np.searchsorted(k, np.arange(len(optional)), side="right")
-        opt = opt_terms.tolist()
-        for j, n_rows in enumerate(upto.tolist()):
-            sums[:n_rows] += opt[2 * j]
-            sums[:n_rows] += opt[2 * j + 1]
+        if compiled:
+            spareplans.add_to_prefixes(sums, np.repeat(upto, 2), opt_terms)
+        else:
+            opt = opt_terms.tolist()
+            for j, n_rows in enumerate(upto.tolist()):
+                sums[:n_rows] += opt[2 * j]
+                sums[:n_rows] += opt[2 * j + 1]
         for e in soff_terms.tolist():
             sums += e
         return sums
@@ -529,6 +547,7 @@ def optimise(
     event: NextEvent,
     pmf: list[tuple[int, float]],
     settings: SpareSettings,
+    compiled: bool = False,
 ) -> SparePlan:
     """Evaluate every feasible target and return the cheapest plan.
 
@@ -538,6 +557,8 @@ def optimise(
         event: The next-event model (horizon, P(arrival), residual rate).
         pmf: Node-request pmf ``[(r, p), ...]`` in summation order.
         settings: Weights and bounds.
+        compiled: Order the delays and sum the energies of many plans with
+            the compiled twins (:mod:`hpcpower.planning.spareplans`; the same floats).
     """
     expired, forced, optional, ranked = classify(nodes, now, settings)
     son, soff = nodes.switching_on, nodes.switching_off
@@ -576,13 +597,14 @@ def optimise(
     n_total = len(fixed) + n_opt + len(ranked)
     if n_total:
         terms = [(float(p), max(1, min(int(r), n_total)) - 1) for r, p in pmf]
-        waits = _expected_waits(_Delays(fixed, k, w, d_opt_off, d_wake, d_asleep), terms)
+        delays = _Delays(fixed, k, w, d_opt_off, d_wake, d_asleep)
+        waits = _expected_waits(delays, terms, compiled)
     else:
         waits = np.zeros(len(targets))
     waits = waits * event.p_arrival
 
     # --- energy over the horizon -----------------------------------------
-    energies = _plan_energies(nodes, h, forced, optional, expired, ranked, k, w)
+    energies = _plan_energies(nodes, h, forced, optional, expired, ranked, k, w, compiled)
 
     costs = settings.alpha * waits + settings.beta * energies
     best = int(np.lexsort((targets, energies, waits, costs))[0])
