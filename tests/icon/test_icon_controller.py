@@ -202,3 +202,44 @@ def test_timeouts_switch_off_the_expired_by_idle_time_and_ask_for_the_next():
     decision = Decision()
     assert policy._timeouts(view, np.array([1, 3]), decision) == [3, 1]
     assert decision.call_at == []
+
+
+def test_plan_wakes_wakes_each_sleeping_node_at_its_first_appearance():
+    """Hand case at t = 1000 s, a lead of 300 s (node 4: 500 s).
+
+    Nodes 2, 4 and 5 sleep. The plan puts job a (nodes 0, 2) at 1200 s, b
+    (4, 1) at 1300 s, c (2, 5) at 2000 s and d (5) at 2500 s. Node 2 first
+    appears at 1200 s: wake at 900 s, due now (its later appearance does not
+    count); node 4 at 1300 - 500 = 800 s, due; node 5 at 1700 s, later. The
+    reading stops at c, where the last sleeping node appeared.
+    """
+    from hpcpower.engine.contract import Planned
+    from hpcpower.policies.icon.planner import plan_wakes
+    from hpcpower.states import COMPUTING, SLEEPING
+
+    state = np.full(6, COMPUTING, dtype=np.int8)
+    state[[2, 4, 5]] = SLEEPING
+    lead = np.full(6, 300.0)
+    lead[4] = 500.0
+    read = []
+
+    def plan():
+        for i, (name, start, nodes) in enumerate(
+            [
+                ("a", 1200.0, [0, 2]),
+                ("b", 1300.0, [4, 1]),
+                ("c", 2000.0, [2, 5]),
+                ("d", 2500.0, [5]),
+            ]
+        ):
+            read.append(name)
+            yield Planned(job(i, 0, len(nodes), 100), start, np.array(nodes))
+
+    wakes = plan_wakes(plan(), state, lead, 1000.0)
+    assert wakes.now == [2, 4]
+    assert wakes.later == [1700.0]
+    assert wakes.earliest == {2: 900.0, 4: 800.0, 5: 1700.0}
+    assert wakes.planned_jobs == 3 and read == ["a", "b", "c"]
+    assert (state == SLEEPING).sum() == 3  # (the state is not changed)
+    # Nobody asleep: the plan is not read.
+    assert plan_wakes(plan(), np.full(6, COMPUTING), lead, 1000.0).planned_jobs == 0

@@ -295,7 +295,7 @@ class SnfIcon(Policy):
             note.update(spare="skipped", spare_reason="queue_not_empty")
             if cluster.sleeping:
                 plan = self._plan(view, started, remaining)
-                wakes = plan_wakes(plan, set(cluster.sleeping), cluster.switch_on_mean_s, now)
+                wakes = plan_wakes(plan, cluster.state, cluster.switch_on_mean_s, now)
                 decision.switch_on.extend(wakes.now)
                 decision.call_at.extend(wakes.later)
                 decision.plan = plan.made

@@ -33,6 +33,7 @@ import numpy as np
 from hpcpower.engine.contract import Planned, SystemView
 from hpcpower.planning.release import ReleaseMap
 from hpcpower.policies.queue.snf import SNF
+from hpcpower.states import SLEEPING
 from hpcpower.workload.job import Job
 
 EPS = 1e-9
@@ -91,26 +92,37 @@ class WakePlan:
 
 
 def plan_wakes(
-    plan: Iterable[Planned], sleeping: set[int], lead_s: np.ndarray, now: float
+    plan: Iterable[Planned], state: np.ndarray, lead_s: np.ndarray, now: float
 ) -> WakePlan:
-    """Wake times of the sleeping nodes a plan uses.
+    """Wake times of the sleeping nodes (``state`` sleeping) a plan uses.
 
-    Starts never decrease along a plan, so a node's first appearance gives
-    its earliest wake; reading stops once every sleeping node has appeared.
+    Starts never decrease along a plan (its barrier moves to each planned
+    start), so a node's first appearance gives its earliest wake; reading
+    stops once every sleeping node has appeared.
     """
     out = WakePlan()
-    if not sleeping:
+    asleep = state == SLEEPING  # (a copy: nodes leave it as they appear)
+    left = int(np.count_nonzero(asleep))
+    if not left:
         return out
-    earliest = out.earliest
+    nodes: list[np.ndarray] = []
+    wakes: list[np.ndarray] = []
     for planned in plan:
         out.planned_jobs += 1
-        for node in np.asarray(planned.nodes).tolist():
-            if node in sleeping:
-                wake = planned.start_s - float(lead_s[node])
-                if node not in earliest or wake < earliest[node]:
-                    earliest[node] = wake
-        if len(earliest) == len(sleeping):
-            break
-    out.now = sorted(n for n, t in earliest.items() if t <= now + EPS)
-    out.later = sorted({t for t in earliest.values() if t > now + EPS})
+        on = np.asarray(planned.nodes)
+        found = on[asleep[on]]
+        if len(found):
+            asleep[found] = False
+            nodes.append(found)
+            wakes.append(planned.start_s - lead_s[found])
+            left -= len(found)
+            if not left:
+                break
+    if not nodes:
+        return out
+    node = np.concatenate(nodes)
+    wake = np.concatenate(wakes)
+    out.earliest = dict(zip(node.tolist(), wake.tolist(), strict=True))
+    out.now = np.sort(node[wake <= now + EPS]).tolist()
+    out.later = np.unique(wake[wake > now + EPS]).tolist()
     return out
