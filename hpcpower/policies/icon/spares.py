@@ -226,13 +226,14 @@ def _expected_waits(
     fixed, k, w, opt_off, wake, asleep = delays
     if len(k) > _PYTHON_PLANS:
         ranks = sorted({i + 1 for _, i in terms})
+        fixed = np.sort(fixed)
         if compiled:
             table = spareplans.plan_order_statistics(
-                np.sort(fixed), k, w, opt_off, wake, asleep, np.array(ranks, dtype=np.int64)
+                fixed, k, w, opt_off, wake, asleep, np.array(ranks, dtype=np.int64)
             )
             stats = dict(zip(ranks, table, strict=True))
         else:
-            stats = _order_statistics(delays._replace(fixed=np.sort(fixed)), ranks)
+            stats = _order_statistics(delays._replace(fixed=fixed), ranks)
         sums = np.zeros(len(k))
         for p, i in terms:
             sums = sums + p * stats[i + 1]
