@@ -36,13 +36,21 @@ The peers are not part of hpcpower; install each in its own environment and
 point this script at them. SPARS-ICON (github.com/RakaSP/SPARS-ICON) wants
 Python 3.11 and its ``requirements-linux.txt`` plus ``torch`` (CPU build);
 AccaSim (``pip install accasim``, 1.1.3) imports ``collections.Mapping`` and
-so wants Python 3.9 or older. Run from the project root:
+so wants Python 3.9 or older. hpcpower runs with this script's python
+unless ``--hpcpower-python`` names another: give it an environment of its
+own too (``python -m venv ../peers/hpcpower-venv`` and ``pip install .``
+there), so that both sides start an interpreter whose site-packages hold
+only their own packages (a machine's global site-packages may carry
+``.pth`` start-up hooks, such as an editable install's finder, that the
+peers' environments do not run). Run from the project root:
 
     python benchmarks/peers.py --spars ../peers/spars \\
         --spars-python ../peers/spars-venv/bin/python \\
         --accasim-python ../peers/accasim-venv/bin/python      # 3 short cases, 3 repeats
     python benchmarks/peers.py ... --repeat 1                  # a check (about 15 min)
     python benchmarks/peers.py ... --cases sdsc-snf-icon --repeat 1   # the long case
+    python benchmarks/peers.py ... --hpcpower-python ../peers/hpcpower-venv/bin/python \
+        --hpcpower-runs 3                                      # hpcpower in its own venv
 """
 
 from __future__ import annotations
@@ -202,6 +210,19 @@ def byte_compile(python: Path | str, tree: Path) -> None:
     )
 
 
+def installed_package(python: Path | str) -> Path:
+    """The folder of the hpcpower package that ``python`` imports."""
+    done = subprocess.run(
+        [str(python), "-c", "import hpcpower, os; print(os.path.dirname(hpcpower.__file__))"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),  # (not this checkout's package, unless it is the installed one)
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"peers.py: {python} cannot import hpcpower: install it there first")
+    return Path(done.stdout.strip())
+
+
 # ------------------------------------------------------------- the peers
 def spars_config(case: Case, workload: Path, spars: Path, out: Path) -> dict:
     """A SPARS-ICON run configuration (RunSPARSConfig.py reads it; JSON is YAML)."""
@@ -298,10 +319,10 @@ def run_accasim(case: Case, args: argparse.Namespace, scratch: Path) -> Run:
 
 
 # ---------------------------------------------------------------- hpcpower
-def run_hpcpower(case: Case, scratch: Path) -> Run:
+def run_hpcpower(case: Case, python: Path | str, scratch: Path) -> Run:
     """One ``hpcpower run`` of the case's workload, policy and preset, seed 42."""
     out = scratch / f"hpcpower-{case.name}"
-    cmd = [sys.executable, "-m", "hpcpower", "run", str(DATA / case.workload)]
+    cmd = [str(python), "-m", "hpcpower", "run", str(DATA / case.workload)]
     cmd += ["--policy", case.hp_policy, "--platform", case.platform, "--seed", "42"]
     cmd += ["--out", str(out), "--force", "--quiet", "--json"]
     stdout, cpu, peak = timed(cmd, scratch, scratch)
@@ -352,6 +373,19 @@ def main() -> None:
     parser.add_argument("--accasim-python", type=Path, help="python of AccaSim's environment")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side and case (default 3)")
     parser.add_argument(
+        "--hpcpower-python",
+        type=Path,
+        help="python of an environment with hpcpower installed, as the peers have theirs "
+        "(default: this python)",
+    )
+    parser.add_argument(
+        "--hpcpower-runs",
+        type=int,
+        default=1,
+        help="hpcpower runs after each peer run (default 1): several give a steadier median "
+        "of the short side on a machine whose speed wanders",
+    )
+    parser.add_argument(
         "--cases",
         nargs="+",
         choices=[c.name for c in CASES] + ["all"],
@@ -370,11 +404,12 @@ def main() -> None:
         args.spars = args.spars.resolve()
     # Absolute, not resolved: a venv's python is a link to the base interpreter,
     # which would run without the venv's packages. Each peer starts elsewhere.
-    for name in ("spars_python", "accasim_python"):
+    for name in ("spars_python", "accasim_python", "hpcpower_python"):
         if getattr(args, name):
             setattr(args, name, getattr(args, name).absolute())
+    hp_python = args.hpcpower_python or Path(sys.executable)
 
-    byte_compile(sys.executable, Path(__file__).resolve().parents[1] / "hpcpower")
+    byte_compile(hp_python, installed_package(hp_python))
     if args.spars and args.spars_python:
         byte_compile(args.spars_python, args.spars)
 
@@ -390,7 +425,8 @@ def main() -> None:
                     peer.append(run_spars(c, args, scratch))
                 else:
                     peer.append(run_accasim(c, args, scratch))
-                hp.append(run_hpcpower(c, scratch))
+                for _ in range(args.hpcpower_runs):
+                    hp.append(run_hpcpower(c, hp_python, scratch))
                 print(
                     f"[{i + 1}/{args.repeat}] {c.name}: peer {peer[-1].cpu_s:.2f} s "
                     f"{peer[-1].peak_mb:.0f} MB {peer[-1].finished} jobs, hpcpower "
@@ -398,7 +434,10 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-    print(f"CPU s: user + system of the whole process; median (min–max) of {args.repeat} runs.\n")
+    runs = f"{args.repeat} runs"
+    if args.hpcpower_runs > 1:
+        runs += f" ({args.repeat * args.hpcpower_runs} of hpcpower)"
+    print(f"CPU s: user + system of the whole process; median (min–max) of {runs}.\n")
     print(table(results))
 
 

@@ -12,6 +12,13 @@ A power manager usually needs only the first appearance of each sleeping
 node in the plan (:meth:`~hpcpower.policies.base.Schedule.first_appearances`),
 so the plan can stop as soon as every wanted node appeared: the entries
 made up to there are the same as the whole plan's first entries.
+
+:func:`forward_plan_lists` is the same plan in Python lists, for small
+machines run without the twins (at most
+:data:`~hpcpower.planning.release.LIST_NODES` nodes): there a loop over
+every node costs less than the numpy calls of
+:func:`~hpcpower.policies.queue.snf.plan_forward`, and it makes no
+Python object per planned job either.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import numpy as np
 
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.easy import _mark_first
-from hpcpower.planning.release import release_map
+from hpcpower.planning.release import release_lists, release_map, select_lists
 from hpcpower.planning.select import _select_in, key_order
 
 
@@ -106,3 +113,62 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
         if remaining == 0:
             break
     return starts[:count], flat[: ptr[count]], ptr[: count + 1], found[:n_found], entry[:n_found]
+
+
+def forward_plan_lists(
+    now, cluster, overrun_inf, timeout_s, idle_nodes, started, jobs, wanted, whole
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`forward_plan` on a release map in Python lists (the same plan, to the bit).
+
+    Takes the cluster (its view) instead of its ``node_arrays``,
+    ``timeout_s`` as ``None`` for none, and ``started`` as ``(nodes,
+    walltime_s)`` pairs; returns the same arrays as :func:`forward_plan`.
+    """
+    lists = release_lists(now, cluster, overrun_inf, timeout_s is not None, idle_nodes)
+    release = lists[0]
+    for run_nodes, walltime in started:
+        until = now + float(walltime)
+        for node in np.asarray(run_nodes).tolist():
+            release[node] = until
+    res, walltimes = jobs
+    n = len(release)
+    missing = set()
+    for node in np.asarray(wanted).tolist():
+        if 0 <= node < n:
+            missing.add(node)
+    remaining = -1 if whole else len(missing)
+    found: list[int] = []
+    entry: list[int] = []
+    starts: list[float] = []
+    flat: list[int] = []
+    ptr = [0]
+    barrier = now
+    if remaining:
+        for j, (r, walltime) in enumerate(
+            zip(np.asarray(res).tolist(), walltimes.tolist(), strict=True)
+        ):
+            pick = select_lists(lists, r, barrier)
+            if pick is None:
+                break
+            nodes, start = pick
+            until = start + walltime
+            for node in nodes:
+                release[node] = until
+                if node in missing:
+                    missing.discard(node)
+                    found.append(node)
+                    entry.append(j)
+                    remaining -= 1
+            flat.extend(nodes)
+            starts.append(start)
+            ptr.append(len(flat))
+            barrier = start
+            if remaining == 0:
+                break
+    return (
+        np.array(starts, dtype=float),
+        np.array(flat, dtype=np.int64),
+        np.array(ptr, dtype=np.int64),
+        np.array(found, dtype=np.int64),
+        np.array(entry, dtype=np.int64),
+    )

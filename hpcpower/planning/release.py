@@ -237,6 +237,105 @@ class ReleaseMap:
         self.release[nodes] = until
 
 
+# ------------------------------------------------- the form in lists
+#: Up to this many nodes, planners without the compiled twins keep the
+#: release map in Python lists (:func:`release_lists`, :func:`select_lists`):
+#: on 64 nodes each numpy call costs more than a loop over every node.
+LIST_NODES = 128
+#: The arrays of :class:`ReleaseMap` that :func:`release_lists` makes, in its order.
+LIST_ARRAYS = ("release", "base_j", "gap_w", "tie_key", "no_gap")
+
+
+def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes):
+    """:class:`ReleaseMap`'s ``(release, base_j, gap_w, tie_key, no_gap)`` as Python lists.
+
+    The same operations on the same floats as the numpy form, node by node.
+    ``idle_nodes`` is the pass's :func:`idle_order` (read only with a
+    timeout and two idle nodes).
+    """
+    state = cluster.state.tolist()
+    since = cluster.since.tolist()
+    on_mean = cluster.switch_on_mean_s.tolist()
+    n = len(state)
+    release = [now] * n
+    base = [0.0] * n
+    gap_w = cluster.idle_w.tolist()
+    no_gap = [False] * n
+    tie_key = list(range(n))
+    counts = cluster.counts
+    if counts[COMPUTING]:
+        expected_end = cluster.expected_end_s.tolist()
+        rank = RANK_COMPUTING * n
+    if counts[SLEEPING] or counts[SWITCHING_ON]:
+        on_w = cluster.switching_on_w.tolist()
+    if counts[SWITCHING_OFF]:
+        off_mean = cluster.switch_off_mean_s.tolist()
+        off_w = cluster.switching_off_w.tolist()
+        on_w = cluster.switching_on_w.tolist()
+    for node, s in enumerate(state):
+        if s == IDLE:
+            continue
+        if s == COMPUTING:
+            end = expected_end[node]
+            if overrun_inf:
+                if end <= now:
+                    end = INF
+            elif not end >= now:  # (nan: now, as numpy's fmax)
+                end = now
+            release[node] = end
+            tie_key[node] = rank + node
+        elif s == SLEEPING:
+            woken = now + on_mean[node]
+            release[node] = woken
+            base[node] = on_w[node] * (woken - now)
+            gap_w[node] = 0.0
+            no_gap[node] = True
+            tie_key[node] = RANK_SLEEPING * n + node
+        elif s == SWITCHING_ON:
+            end = since[node] + on_mean[node]
+            if not end > now:
+                end = now + on_mean[node]
+            release[node] = end
+            base[node] = on_w[node] * (end - now)
+            tie_key[node] = RANK_SWITCHING_ON * n + node
+        else:  # switching off
+            off_end = since[node] + off_mean[node]
+            if not off_end > now:
+                off_end = now + off_mean[node]
+            woken = off_end + on_mean[node]
+            release[node] = woken
+            base[node] = off_w[node] * (off_end - now) + on_w[node] * (woken - off_end)
+            gap_w[node] = 0.0
+            no_gap[node] = True
+            tie_key[node] = RANK_SWITCHING_OFF * n + node
+    if timeout_set and counts[IDLE] > 1:
+        for k, node in enumerate(np.asarray(idle_nodes).tolist()):
+            tie_key[node] = k
+    return release, base, gap_w, tie_key, no_gap
+
+
+def select_lists(lists, r: int, min_start: float) -> tuple[list[int], float] | None:
+    """:meth:`ReleaseMap.select` over every node of :func:`release_lists`'s map."""
+    release, base, gap_w, tie_key, _ = lists
+    rel = release
+    if r > len(rel):
+        return None
+    kth = sorted(rel)[r - 1]
+    if kth == INF:
+        return None
+    start = max(min_start, kth)
+    # The r cheapest by (cost, tie key); tie keys are distinct, so the node
+    # ids never decide (as numpy's lexsort on the same two keys).
+    chosen = sorted(
+        [
+            (base[node] + gap_w[node] * (start - at), tie_key[node], node)
+            for node, at in enumerate(rel)
+            if at <= start
+        ]
+    )[:r]
+    return [c[2] for c in chosen], start
+
+
 # ------------------------------------------------------- compiled twins
 @kernel
 def idle_order_jit(state, since, timeout_s, now):

@@ -223,6 +223,135 @@ def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
     assert checked > 1000
 
 
+def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
+    """Small machines without the twins plan in lists: the numpy form's map, plan and appearances.
+
+    At every pass of SNF+IPM and SNF-ICON runs on 64 nodes (numpy kernels),
+    for both overrun rules: the release map in lists equals
+    :class:`ReleaseMap`'s arrays; the plan in lists, whole, equals
+    ``plan_forward`` on a ``ReleaseMap`` (starts and nodes, to the bit);
+    and read only to the first appearances of the sleeping nodes, it gives
+    the numpy plan's first appearances and its first entries.
+    """
+    from hpcpower import load_platform, load_workload
+    from hpcpower.planning import easy, forward, release
+    from hpcpower.policies.queue import snf
+
+    compared = 0
+    original = snf.SNF.schedule
+
+    def comparing(self, view, timeout_s):
+        nonlocal compared
+        got = original(self, view, timeout_s)
+        if not len(view.queue):
+            return got
+        # (The list plan whenever jobs are left after dispatch.)
+        assert isinstance(got, snf._ForwardSchedule) == (len(view.queue) > len(got.start))
+        cluster, now = view.cluster, view.now
+        order = release.idle_order(cluster, now, timeout_s)
+        jobs = view.queue.snf()
+        k = len(got.start)
+        started = [(p.nodes, p.job.reqtime_s) for p in got.start]
+        res, req = (np.asarray(column)[k:] for column in view.queue.snf_columns())
+        asleep = np.array(sorted(cluster.sleeping), dtype=np.int64)
+        for rule in ("never", "now"):
+            releases = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
+            lists = release.release_lists(
+                now, cluster, rule == "never", timeout_s is not None, order
+            )
+            for name, column in zip(release.LIST_ARRAYS, lists, strict=True):
+                assert column == getattr(releases, name).tolist(), (rule, name)
+            easy.occupy_started(releases, now, started)
+            want = [
+                (p.start_s, p.nodes.tolist()) for p in snf.plan_forward(releases, jobs[k:], now)
+            ]
+            args = (now, cluster, rule == "never", timeout_s, order, started, (res, req))
+            starts, flat, ptr, _, _ = forward.forward_plan_lists(*args, asleep[:0], True)
+            whole = [
+                (float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))
+            ]
+            assert whole == want, rule
+            starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, asleep, False)
+            first: dict[int, float] = {}
+            for at, nodes in want:
+                for node in nodes:
+                    if node in set(asleep.tolist()):
+                        first.setdefault(node, at)
+            assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(
+                first.items()
+            )
+            read = len(starts)
+            assert whole[:read] == [
+                (float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(read)
+            ]
+            if len(asleep) and len(first) == len(asleep):  # (else the whole plan was read)
+                assert whole[read - 1][1] and read == 1 + max(entry.tolist())
+        compared += 1
+        return got
+
+    monkeypatch.setattr(snf.SNF, "schedule", comparing)
+    for data, jobs, policy in (
+        ("SDSC-BLUE-2000-4.2-cln-0-3000.json.gz", 300, "snf-ipm"),
+        ("DAS2-fs1-0-3000.json.gz", 600, "snf-icon"),
+    ):
+        workload = load_workload(DATA / data)
+        workload.jobs = workload.jobs[:jobs]
+        policy = make_policy(policy)
+        Simulation(load_platform("aoba-64"), workload, policy, seed=42, kernels="numpy").run()
+    assert compared > 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),  # state
+            st.sampled_from([0.0, 5.0, 5.0, 12.5, 300.0]),  # since (ties)
+            st.sampled_from([-50.0, 20.0, 20.0, 400.0, 1e6]),  # expected end - now
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([None, 0.0, 60.0]),
+    st.data(),
+)
+def test_a_node_choice_in_lists_is_the_release_maps(nodes, timeout_s, data):
+    """Any states, ties in release and cost, jobs past their walltime, any size and barrier."""
+    from types import SimpleNamespace
+
+    from hpcpower.planning import release
+
+    now = 100.0
+    state = np.array([s for s, _, _ in nodes], dtype=np.int8)
+    n = len(state)
+    power = np.array([[9.0, 150.0, 100.0, 200.0, 120.0]] * n)
+    cluster = SimpleNamespace(
+        state=state,
+        since=np.array([t for _, t, _ in nodes]),
+        expected_end_s=np.array([now + e if s == 3 else np.nan for s, _, e in nodes]),
+        switch_on_mean_s=np.full(n, 30.0),
+        switch_off_mean_s=np.full(n, 12.5),
+        idle_w=power[:, 2].copy(),
+        switching_on_w=power[:, 1].copy(),
+        switching_off_w=power[:, 4].copy(),
+        ids=np.arange(n),
+        n_nodes=n,
+        counts=tuple(int((state == s).sum()) for s in range(5)),
+        idle=set(np.flatnonzero(state == 2).tolist()),
+    )
+    order = release.idle_order(cluster, now, timeout_s)
+    rule = data.draw(st.sampled_from(["never", "now"]))
+    want_map = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
+    lists = release.release_lists(now, cluster, rule == "never", timeout_s is not None, order)
+    r = data.draw(st.integers(1, n + 1))
+    barrier = data.draw(st.sampled_from([0.0, now, now + 20.0, now + 2e6]))
+    want = want_map.select(r, barrier)
+    got = release.select_lists(lists, r, barrier)
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got[0] == want[0].tolist() and got[1] == want[1]
+
+
 @pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
 def test_the_compiled_snf_plan_is_the_numpy_plan_on_real_passes(monkeypatch):
     """SNF's compiled forward plan, whole and read to the first appearances, equals the numpy one.

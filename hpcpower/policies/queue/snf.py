@@ -19,7 +19,7 @@ import numpy as np
 from hpcpower.engine.contract import Planned, SystemView
 from hpcpower.planning import easy, forward
 from hpcpower.planning.common import timeout_arg
-from hpcpower.planning.release import ReleaseMap, idle_order
+from hpcpower.planning.release import LIST_NODES, ReleaseMap, idle_order
 from hpcpower.policies.base import (
     ArraySchedule,
     QueuePolicy,
@@ -62,7 +62,7 @@ class SNF(QueuePolicy):
             out.start.append(Planned(job, now, idle[used : used + job.res]))
             used += job.res
         rest = jobs[len(out.start) :]
-        if view.compiled and rest:
+        if rest and (view.compiled or view.cluster.n_nodes <= LIST_NODES):
             return _ForwardSchedule(self, view, timeout_s, out.start, rest, idle)
         return Schedule(out.start, _plan(self, view, timeout_s, out.start, rest, idle))
 
@@ -110,7 +110,10 @@ def plan_forward(
 
 
 class _ForwardSchedule(ArraySchedule):
-    """:func:`_plan` made by the compiled :func:`~hpcpower.planning.forward.forward_plan`.
+    """:func:`_plan` made by :func:`~hpcpower.planning.forward.forward_plan` in one call.
+
+    The compiled twin, or without it, on a small machine, its form in
+    Python lists (:func:`~hpcpower.planning.forward.forward_plan_lists`).
 
     :meth:`first_appearances` plans only until every wanted node appeared
     (as the lazy numpy form reads it); the whole plan is made when it is
@@ -125,25 +128,31 @@ class _ForwardSchedule(ArraySchedule):
         # without sleeping or expired nodes never asks for the plan. (The
         # view is the engine's, changed at every pass: what it shows now is kept.)
         self._given = (policy, view.now, view.cluster, timeout_s, idle)
+        self._compiled = view.compiled
         self._args: tuple | None = None
         self._columns = view.queue.snf_columns
         # The plan up to the last first appearance asked for: (starts, flat, ptr).
         self._partial: tuple | None = None
 
     def _run(self, wanted: np.ndarray, whole: bool) -> tuple:
+        compiled = self._compiled
         if self._args is None:
             policy, now, cluster, timeout_s, idle = self._given
+            started = [(p.nodes, p.job.reqtime_s) for p in self.start]
             self._args = (
                 now,
-                cluster.node_arrays,
+                cluster.node_arrays if compiled else cluster,
                 policy.overrun_release == "never",
-                timeout_arg(timeout_s),
+                timeout_arg(timeout_s) if compiled else timeout_s,
                 np.asarray(idle, dtype=np.int64),
-                easy.started_columns([(p.nodes, p.job.reqtime_s) for p in self.start]),
+                easy.started_columns(started) if compiled else started,
             )
         res, req = self._columns()
         k = self._k
-        return forward.forward_plan(*self._args, (res[k:], req[k:]), wanted, whole)
+        args: tuple[Any, ...] = (*self._args, (res[k:], req[k:]), wanted, whole)
+        if compiled:
+            return forward.forward_plan(*args)
+        return forward.forward_plan_lists(*args)
 
     def _load(self) -> tuple:
         if self._arrays is None:
