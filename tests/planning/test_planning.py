@@ -312,14 +312,19 @@ def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
         min_size=1,
         max_size=40,
     ),
+    st.lists(
+        st.tuples(st.integers(1, 12), st.sampled_from([0.0, 10.0, 10.0, 300.0, 5e3])),
+        max_size=12,
+    ),
     st.sampled_from([None, 0.0, 60.0]),
     st.data(),
 )
-def test_a_node_choice_in_lists_is_the_release_maps(nodes, timeout_s, data):
-    """Any states, ties in release and cost, jobs past their walltime, any size and barrier."""
+def test_a_plan_in_lists_is_plan_forward(nodes, queue, timeout_s, data):
+    """Any states, ties in release and cost, jobs past their walltime, any queue and rule."""
     from types import SimpleNamespace
 
-    from hpcpower.planning import release
+    from hpcpower.planning import forward, release
+    from hpcpower.policies.queue import snf
 
     now = 100.0
     state = np.array([s for s, _, _ in nodes], dtype=np.int8)
@@ -341,15 +346,28 @@ def test_a_node_choice_in_lists_is_the_release_maps(nodes, timeout_s, data):
     )
     order = release.idle_order(cluster, now, timeout_s)
     rule = data.draw(st.sampled_from(["never", "now"]))
-    want_map = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
-    lists = release.release_lists(now, cluster, rule == "never", timeout_s is not None, order)
-    r = data.draw(st.integers(1, n + 1))
-    barrier = data.draw(st.sampled_from([0.0, now, now + 20.0, now + 2e6]))
-    want = want_map.select(r, barrier)
-    got = release.select_lists(lists, r, barrier)
-    assert (got is None) == (want is None)
-    if got is not None:
-        assert got[0] == want[0].tolist() and got[1] == want[1]
+    jobs = [job(k, 0, res, 1.0, reqtime=req) for k, (res, req) in enumerate(queue)]
+    releases = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
+    want = [(p.start_s, p.nodes.tolist()) for p in snf.plan_forward(releases, jobs, now)]
+    columns = (
+        np.array([j.res for j in jobs], dtype=np.int64),
+        np.array([j.reqtime_s for j in jobs]),
+    )
+    wanted = np.array(sorted(data.draw(st.sets(st.integers(0, n)))), dtype=np.int64)
+    args = (now, cluster, rule == "never", timeout_s, order, [], columns, wanted)
+    starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, True)
+    assert [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))] == (
+        want
+    )
+    first: dict[int, float] = {}
+    for at, gang in want:
+        for node in gang:
+            if node in set(wanted.tolist()):
+                first.setdefault(node, at)
+    partial = forward.forward_plan_lists(*args, False)
+    assert list(zip(partial[3].tolist(), partial[0][partial[4]].tolist(), strict=True)) == list(
+        first.items()
+    )
 
 
 @pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
