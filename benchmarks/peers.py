@@ -49,7 +49,7 @@ peers' environments do not run). Run from the project root:
         --accasim-python ../peers/accasim-venv/bin/python      # 3 short cases, 3 repeats
     python benchmarks/peers.py ... --repeat 1                  # a check (about 15 min)
     python benchmarks/peers.py ... --cases sdsc-snf-icon --repeat 1   # the long case
-    python benchmarks/peers.py ... --hpcpower-python ../peers/hpcpower-venv/bin/python \
+    python benchmarks/peers.py ... --hpcpower-python ../peers/hpcpower-venv/bin/python \\
         --hpcpower-runs 3                                      # hpcpower in its own venv
 """
 
@@ -393,6 +393,8 @@ def main() -> None:
         help="cases to run (default: all but the long sdsc-snf-icon)",
     )
     args = parser.parse_args()
+    if args.repeat < 1 or args.hpcpower_runs < 1:
+        parser.error("--repeat and --hpcpower-runs take a whole number >= 1")
     names = [c.name for c in CASES] if "all" in args.cases else args.cases
     cases = [c for c in CASES if c.name in names]
     for c in cases:

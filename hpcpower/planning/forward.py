@@ -120,10 +120,11 @@ def forward_plan_lists(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`forward_plan` on a release map in Python lists (the same plan, to the bit).
 
-    Takes the cluster (its view) instead of its ``node_arrays``,
-    ``timeout_s`` as ``None`` for none, and ``started`` as ``(nodes,
-    walltime_s)`` pairs; returns the same arrays as :func:`forward_plan`.
+    Takes the arguments of :func:`forward_plan`, but the cluster (its view)
+    instead of its ``node_arrays``, ``timeout_s`` as ``None`` for none, and
+    ``started`` as ``(nodes, walltime_s)`` pairs; returns the same arrays.
     """
+    now = float(now)
     lists = release_lists(now, cluster, overrun_inf, timeout_s is not None, idle_nodes)
     release = lists[0]
     for run_nodes, walltime in started:
@@ -145,7 +146,7 @@ def forward_plan_lists(
     barrier = now
     if remaining:
         for j, (r, walltime) in enumerate(
-            zip(np.asarray(res).tolist(), walltimes.tolist(), strict=True)
+            zip(np.asarray(res).tolist(), np.asarray(walltimes).tolist(), strict=True)
         ):
             pick = select_lists(lists, r, barrier)
             if pick is None:

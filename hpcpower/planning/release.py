@@ -24,6 +24,9 @@ on, other; then longest remaining idle timeout; then node id).
 
 The numpy forms come first; :func:`idle_order_jit` and :func:`release_map`
 are their compiled twins (the numpy form calls them when ``compiled``).
+:func:`release_lists` and :func:`select_lists` are the same map and choice
+in Python lists, for small machines run without the twins (the forward
+plan on them is :func:`~hpcpower.planning.forward.forward_plan_lists`).
 """
 
 from __future__ import annotations
@@ -240,19 +243,25 @@ class ReleaseMap:
 # ------------------------------------------------- the form in lists
 #: Up to this many nodes, planners without the compiled twins keep the
 #: release map in Python lists (:func:`release_lists`, :func:`select_lists`):
-#: on 64 nodes each numpy call costs more than a loop over every node.
-LIST_NODES = 128
+#: a loop over every node then costs less than the numpy calls. A plan of
+#: DAS2-fs1 3000 under SNF-ICON on 64 nodes: 92 against 67 us; random
+#: four-job plans took 0.66, 0.84 and 1.03 times numpy's time on 64, 96 and
+#: 128 nodes.
+LIST_NODES = 96
 #: The arrays of :class:`ReleaseMap` that :func:`release_lists` makes, in its order.
-LIST_ARRAYS = ("release", "base_j", "gap_w", "tie_key", "no_gap")
+LIST_ARRAYS = ("release", "base_j", "gap_w", "tie_key")
 
 
 def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes):
-    """:class:`ReleaseMap`'s ``(release, base_j, gap_w, tie_key, no_gap)`` as Python lists.
+    """:class:`ReleaseMap`'s ``(release, base_j, gap_w, tie_key)`` as Python lists.
 
     The same operations on the same floats as the numpy form, node by node.
     ``idle_nodes`` is the pass's :func:`idle_order` (read only with a
-    timeout and two idle nodes).
+    timeout and two idle nodes). No release is ever nan (a computing node
+    always has its expected end, and walltimes are checked when a workload
+    is loaded), so Python's sort orders them as numpy's partition does.
     """
+    now = float(now)  # (a numpy scalar would make every list entry one)
     state = cluster.state.tolist()
     since = cluster.since.tolist()
     on_mean = cluster.switch_on_mean_s.tolist()
@@ -260,7 +269,6 @@ def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes
     release = [now] * n
     base = [0.0] * n
     gap_w = cluster.idle_w.tolist()
-    no_gap = [False] * n
     tie_key = list(range(n))
     counts = cluster.counts
     if counts[COMPUTING]:
@@ -289,7 +297,6 @@ def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes
             release[node] = woken
             base[node] = on_w[node] * (woken - now)
             gap_w[node] = 0.0
-            no_gap[node] = True
             tie_key[node] = RANK_SLEEPING * n + node
         elif s == SWITCHING_ON:
             end = since[node] + on_mean[node]
@@ -306,21 +313,19 @@ def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes
             release[node] = woken
             base[node] = off_w[node] * (off_end - now) + on_w[node] * (woken - off_end)
             gap_w[node] = 0.0
-            no_gap[node] = True
             tie_key[node] = RANK_SWITCHING_OFF * n + node
     if timeout_set and counts[IDLE] > 1:
         for k, node in enumerate(np.asarray(idle_nodes).tolist()):
             tie_key[node] = k
-    return release, base, gap_w, tie_key, no_gap
+    return release, base, gap_w, tie_key
 
 
 def select_lists(lists, r: int, min_start: float) -> tuple[list[int], float] | None:
     """:meth:`ReleaseMap.select` over every node of :func:`release_lists`'s map."""
-    release, base, gap_w, tie_key, _ = lists
-    rel = release
-    if r > len(rel):
+    release, base, gap_w, tie_key = lists
+    if r > len(release):
         return None
-    kth = sorted(rel)[r - 1]
+    kth = sorted(release)[r - 1]
     if kth == INF:
         return None
     start = max(min_start, kth)
@@ -329,7 +334,7 @@ def select_lists(lists, r: int, min_start: float) -> tuple[list[int], float] | N
     chosen = sorted(
         [
             (base[node] + gap_w[node] * (start - at), tie_key[node], node)
-            for node, at in enumerate(rel)
+            for node, at in enumerate(release)
             if at <= start
         ]
     )[:r]

@@ -176,9 +176,14 @@ def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
 
     Run with either form of the planners: the compiled form's node choice
     (``ReleaseMap(compiled=True).select``) is checked where a policy asks it.
+    SNF plans on 64 nodes in lists (checked against this form in
+    ``test_the_plan_in_lists_is_the_numpy_plan_on_real_passes``); here it
+    plans on the release map, so that its choices are checked too.
     """
     from hpcpower import load_platform, load_workload
+    from hpcpower.policies.queue import snf
 
+    monkeypatch.setattr(snf, "LIST_NODES", 0)
     checked = 0
     original_init = ReleaseMap.__init__
     original = ReleaseMap.select
@@ -254,6 +259,7 @@ def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
         started = [(p.nodes, p.job.reqtime_s) for p in got.start]
         res, req = (np.asarray(column)[k:] for column in view.queue.snf_columns())
         asleep = np.array(sorted(cluster.sleeping), dtype=np.int64)
+        asleep_set = set(asleep.tolist())
         for rule in ("never", "now"):
             releases = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
             lists = release.release_lists(
@@ -275,7 +281,7 @@ def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
             first: dict[int, float] = {}
             for at, nodes in want:
                 for node in nodes:
-                    if node in set(asleep.tolist()):
+                    if node in asleep_set:
                         first.setdefault(node, at)
             assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(
                 first.items()
@@ -301,44 +307,58 @@ def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
     assert compared > 1000
 
 
+#: Times with many bits (sums and products of them round), and exact ties:
+#: with ``now`` 100 s and means of 30 and 12.5 s, transitions due just now.
+_TIMES = st.one_of(st.floats(0.0, 5e4), st.sampled_from([0.0, 5.0, 12.5, 70.0, 87.5, 300.0]))
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
         st.tuples(
             st.integers(0, 4),  # state
-            st.sampled_from([0.0, 5.0, 5.0, 12.5, 300.0]),  # since (ties)
-            st.sampled_from([-50.0, 20.0, 20.0, 400.0, 1e6]),  # expected end - now
+            _TIMES,  # since
+            # expected end - now: past its walltime, exactly now, ties, unknown
+            st.one_of(st.floats(-1e3, 1e6), st.sampled_from([-50.0, 0.0, 20.0, 20.0])),
+            st.sampled_from([30.0, 30.0, 61.7]),  # mean switch-on time
+            st.sampled_from([12.5, 12.5, 40.3]),  # mean switch-off time
+            st.sampled_from([(100.0, 150.0, 120.0), (95.3, 190.1, 101.7)]),  # idle, on, off W
         ),
         min_size=1,
         max_size=40,
     ),
     st.lists(
-        st.tuples(st.integers(1, 12), st.sampled_from([0.0, 10.0, 10.0, 300.0, 5e3])),
+        st.tuples(st.integers(1, 12), st.one_of(st.floats(0.0, 1e4), st.sampled_from([0.0, 10.0]))),
         max_size=12,
     ),
-    st.sampled_from([None, 0.0, 60.0]),
+    st.one_of(st.floats(0.0, 1e5), st.sampled_from([100.0, 300.0])),  # now
+    st.sampled_from([None, 0.0, 60.0, 3600.0]),
     st.data(),
 )
-def test_a_plan_in_lists_is_plan_forward(nodes, queue, timeout_s, data):
-    """Any states, ties in release and cost, jobs past their walltime, any queue and rule."""
+def test_a_plan_in_lists_is_plan_forward(nodes, queue, now, timeout_s, data):
+    """Any states and power models, ties, transitions due now, jobs past their walltime.
+
+    Any queue, jobs starting now, overrun rule, and wanted ids (unsorted,
+    repeated, out of range): the lists are the release map's arrays, and
+    the plan, whole and read to the first appearances, is ``plan_forward``'s.
+    """
     from types import SimpleNamespace
 
     from hpcpower.planning import forward, release
     from hpcpower.policies.queue import snf
 
-    now = 100.0
-    state = np.array([s for s, _, _ in nodes], dtype=np.int8)
+    state = np.array([node[0] for node in nodes], dtype=np.int8)
     n = len(state)
-    power = np.array([[9.0, 150.0, 100.0, 200.0, 120.0]] * n)
+    watts = np.array([node[5] for node in nodes])
     cluster = SimpleNamespace(
         state=state,
-        since=np.array([t for _, t, _ in nodes]),
-        expected_end_s=np.array([now + e if s == 3 else np.nan for s, _, e in nodes]),
-        switch_on_mean_s=np.full(n, 30.0),
-        switch_off_mean_s=np.full(n, 12.5),
-        idle_w=power[:, 2].copy(),
-        switching_on_w=power[:, 1].copy(),
-        switching_off_w=power[:, 4].copy(),
+        since=np.array([node[1] for node in nodes]),
+        expected_end_s=np.array([now + node[2] if node[0] == 3 else np.nan for node in nodes]),
+        switch_on_mean_s=np.array([node[3] for node in nodes]),
+        switch_off_mean_s=np.array([node[4] for node in nodes]),
+        idle_w=watts[:, 0].copy(),
+        switching_on_w=watts[:, 1].copy(),
+        switching_off_w=watts[:, 2].copy(),
         ids=np.arange(n),
         n_nodes=n,
         counts=tuple(int((state == s).sum()) for s in range(5)),
@@ -346,28 +366,107 @@ def test_a_plan_in_lists_is_plan_forward(nodes, queue, timeout_s, data):
     )
     order = release.idle_order(cluster, now, timeout_s)
     rule = data.draw(st.sampled_from(["never", "now"]))
-    jobs = [job(k, 0, res, 1.0, reqtime=req) for k, (res, req) in enumerate(queue)]
+    # Some idle nodes start jobs now, in idle order (as SNF's dispatch takes them).
+    k = data.draw(st.integers(0, len(order)))
+    started = [(order[:k], data.draw(st.sampled_from([0.0, 600.0, 1e4])))] if k else []
     releases = ReleaseMap(cluster, now, timeout_s, overrun_release=rule, idle_nodes=order)
+    lists = release.release_lists(now, cluster, rule == "never", timeout_s is not None, order)
+    for name, column in zip(release.LIST_ARRAYS, lists, strict=True):
+        assert column == getattr(releases, name).tolist(), name
+    for nodes_now, walltime in started:
+        releases.occupy(nodes_now, now + walltime)
+    jobs = [job(j, 0, res, 1.0, reqtime=req) for j, (res, req) in enumerate(queue)]
     want = [(p.start_s, p.nodes.tolist()) for p in snf.plan_forward(releases, jobs, now)]
     columns = (
         np.array([j.res for j in jobs], dtype=np.int64),
         np.array([j.reqtime_s for j in jobs]),
     )
-    wanted = np.array(sorted(data.draw(st.sets(st.integers(0, n)))), dtype=np.int64)
-    args = (now, cluster, rule == "never", timeout_s, order, [], columns, wanted)
+    wanted = np.array(data.draw(st.lists(st.integers(-2, n + 1), max_size=12)), dtype=np.int64)
+    args = (now, cluster, rule == "never", timeout_s, order, started, columns, wanted)
     starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, True)
-    assert [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))] == (
-        want
-    )
+    whole = [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+    assert whole == want
+    asked = set(wanted.tolist())
     first: dict[int, float] = {}
     for at, gang in want:
         for node in gang:
-            if node in set(wanted.tolist()):
+            if node in asked:
                 first.setdefault(node, at)
-    partial = forward.forward_plan_lists(*args, False)
-    assert list(zip(partial[3].tolist(), partial[0][partial[4]].tolist(), strict=True)) == list(
-        first.items()
+    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(first.items())
+    starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, False)
+    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(first.items())
+    read = [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+    assert read == whole[: len(read)]
+    # Read up to the entry of the last wanted node that appears, or to the end.
+    wanted_here = {node for node in asked if 0 <= node < n}
+    last = max(entry.tolist(), default=-1) + 1
+    assert len(read) == (last if len(first) == len(wanted_here) else len(whole))
+
+
+def test_transitions_due_exactly_now_take_a_full_mean_again_in_lists():
+    """Hand-computed: a transition whose planned end is now is planned a whole mean further.
+
+    At t = 100 s a node switching on since 70 s (mean 30 s) is ready at 130 s,
+    its wake costing 150 W x 30 s; a node switching off since 87.5 s (mean
+    12.5 s) is off at 112.5 s and ready at 142.5 s, costing 120 W x 12.5 s
+    + 150 W x 30 s; a job past its walltime never releases its node.
+    """
+    from types import SimpleNamespace
+
+    from hpcpower.planning import release
+
+    state = np.array([1, 4, 3, 2], dtype=np.int8)  # on, off, computing, idle
+    cluster = SimpleNamespace(
+        state=state,
+        since=np.array([70.0, 87.5, 0.0, 50.0]),
+        expected_end_s=np.array([np.nan, np.nan, 100.0, np.nan]),
+        switch_on_mean_s=np.full(4, 30.0),
+        switch_off_mean_s=np.full(4, 12.5),
+        idle_w=np.full(4, 100.0),
+        switching_on_w=np.full(4, 150.0),
+        switching_off_w=np.full(4, 120.0),
+        ids=np.arange(4),
+        n_nodes=4,
+        counts=(0, 1, 1, 1, 1),
+        idle={3},
     )
+    lists = release.release_lists(100.0, cluster, True, False, np.array([3]))
+    assert lists == (
+        [130.0, 142.5, np.inf, 100.0],
+        [4500.0, 6000.0, 0.0, 0.0],
+        [100.0, 0.0, 100.0, 100.0],
+        [8, 13, 6, 3],  # rank x 4 + id: switching on 2, switching off 3, computing 1, idle 0
+    )
+    made = ReleaseMap(cluster, 100.0, None)
+    assert [getattr(made, name).tolist() for name in release.LIST_ARRAYS] == list(lists)
+    # Three nodes for a job: the idle one, then the earlier of the other two.
+    assert release.select_lists(lists, 3, 100.0) == ([3, 0, 1], 142.5)
+    assert release.select_lists(lists, 4, 100.0) is None
+
+
+def test_a_run_plans_the_same_in_lists_as_on_the_release_map(monkeypatch):
+    """A whole SNF-ICON and SNF+IPM run on 64 nodes: every pass the same with either plan."""
+    from hpcpower import load_platform, load_workload
+    from hpcpower.policies.queue import snf
+
+    def run(policy, list_nodes):
+        monkeypatch.setattr(snf, "LIST_NODES", list_nodes)
+        workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
+        workload.jobs = workload.jobs[:400]
+        sim = Simulation(
+            load_platform("aoba-64"), workload, make_policy(policy), seed=42, kernels="numpy"
+        )
+        sim.run()
+        return sim
+
+    for policy in ("snf-icon", "snf-ipm"):
+        lists, arrays = run(policy, 96), run(policy, 0)
+        assert lists.passes == arrays.passes > 1000
+        assert np.array_equal(lists.start_s, arrays.start_s)
+        assert np.array_equal(lists.finish_s, arrays.finish_s)
+        assert np.array_equal(lists.cluster.time_in_state_s, arrays.cluster.time_in_state_s)
+        # (repr: the notes' NaN fields are equal only as text)
+        assert repr(list(lists.decisions)) == repr(list(arrays.decisions))
 
 
 @pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")

@@ -45,6 +45,9 @@ class SNF(QueuePolicy):
 
     #: Numpy planning per job on 64 nodes under IPM: 0.12 ms measured on the
     #: paper's DAS2-fs1 case (0.2-0.3 ms on a loaded machine), rounded up.
+    #: Kept since the plan there is made in lists (about a quarter less):
+    #: long 64-node runs still gain from the twins (full DAS2-fs1 under
+    #: SNF-ICON: 19-25 s of run() with numba against 30 s without).
     planning_cost_s = 2e-4
 
     def schedule(self, view: SystemView, timeout_s: float | None) -> Schedule:
