@@ -258,8 +258,9 @@ def release_lists(now, cluster, overrun_inf: bool, timeout_set: bool, idle_nodes
     The same operations on the same floats as the numpy form, node by node.
     ``idle_nodes`` is the pass's :func:`idle_order` (read only with a
     timeout and two idle nodes). No release is ever nan (a computing node
-    always has its expected end, and walltimes are checked when a workload
-    is loaded), so Python's sort orders them as numpy's partition does.
+    always has its expected end, and a simulation refuses a walltime that
+    is not a number >= 0), so Python's sort orders them as numpy's
+    partition does.
     """
     now = float(now)  # (a numpy scalar would make every list entry one)
     state = cluster.state.tolist()

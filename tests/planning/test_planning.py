@@ -228,6 +228,43 @@ def test_select_equals_the_four_key_sort_on_real_passes(kernels, monkeypatch):
     assert checked > 1000
 
 
+def _entries_of(starts, flat, ptr) -> list[tuple[float, list[int]]]:
+    """A plan held as arrays (``forward_plan``'s) as ``(start, nodes)`` entries."""
+    return [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+
+
+def _first_in(plan, asked: set[int]) -> list[tuple[int, float]]:
+    """``(node, start)`` of each asked node's first appearance in ``(start, nodes)`` entries."""
+    first: dict[int, float] = {}
+    for at, nodes in plan:
+        for node in nodes:
+            if node in asked:
+                first.setdefault(node, at)
+    return list(first.items())
+
+
+def _fake_cluster(state, since, expected_end_s, on_s, off_s, watts):
+    """What a release map reads of a cluster; ``watts`` per node: (idle, switching on, off)."""
+    from types import SimpleNamespace
+
+    state = np.asarray(state, dtype=np.int8)
+    watts = np.asarray(watts, dtype=float)
+    return SimpleNamespace(
+        state=state,
+        since=np.asarray(since, dtype=float),
+        expected_end_s=np.asarray(expected_end_s, dtype=float),
+        switch_on_mean_s=np.asarray(on_s, dtype=float),
+        switch_off_mean_s=np.asarray(off_s, dtype=float),
+        idle_w=watts[:, 0].copy(),
+        switching_on_w=watts[:, 1].copy(),
+        switching_off_w=watts[:, 2].copy(),
+        ids=np.arange(len(state)),
+        n_nodes=len(state),
+        counts=tuple(int((state == s).sum()) for s in range(5)),
+        idle=set(np.flatnonzero(state == 2).tolist()),
+    )
+
+
 def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
     """Small machines without the twins plan in lists: the numpy form's map, plan and appearances.
 
@@ -273,23 +310,13 @@ def test_the_plan_in_lists_is_the_numpy_plan_on_real_passes(monkeypatch):
             ]
             args = (now, cluster, rule == "never", timeout_s, order, started, (res, req))
             starts, flat, ptr, _, _ = forward.forward_plan_lists(*args, asleep[:0], True)
-            whole = [
-                (float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))
-            ]
+            whole = _entries_of(starts, flat, ptr)
             assert whole == want, rule
             starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, asleep, False)
-            first: dict[int, float] = {}
-            for at, nodes in want:
-                for node in nodes:
-                    if node in asleep_set:
-                        first.setdefault(node, at)
-            assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(
-                first.items()
-            )
+            first = _first_in(want, asleep_set)
+            assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == first
             read = len(starts)
-            assert whole[:read] == [
-                (float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(read)
-            ]
+            assert whole[:read] == _entries_of(starts, flat, ptr)
             if len(asleep) and len(first) == len(asleep):  # (else the whole plan was read)
                 assert whole[read - 1][1] and read == 1 + max(entry.tolist())
         compared += 1
@@ -342,28 +369,13 @@ def test_a_plan_in_lists_is_plan_forward(nodes, queue, now, timeout_s, data):
     repeated, out of range): the lists are the release map's arrays, and
     the plan, whole and read to the first appearances, is ``plan_forward``'s.
     """
-    from types import SimpleNamespace
-
     from hpcpower.planning import forward, release
     from hpcpower.policies.queue import snf
 
-    state = np.array([node[0] for node in nodes], dtype=np.int8)
+    state, since, end, on_s, off_s, watts = zip(*nodes, strict=True)
     n = len(state)
-    watts = np.array([node[5] for node in nodes])
-    cluster = SimpleNamespace(
-        state=state,
-        since=np.array([node[1] for node in nodes]),
-        expected_end_s=np.array([now + node[2] if node[0] == 3 else np.nan for node in nodes]),
-        switch_on_mean_s=np.array([node[3] for node in nodes]),
-        switch_off_mean_s=np.array([node[4] for node in nodes]),
-        idle_w=watts[:, 0].copy(),
-        switching_on_w=watts[:, 1].copy(),
-        switching_off_w=watts[:, 2].copy(),
-        ids=np.arange(n),
-        n_nodes=n,
-        counts=tuple(int((state == s).sum()) for s in range(5)),
-        idle=set(np.flatnonzero(state == 2).tolist()),
-    )
+    ends = [now + e if s == 3 else np.nan for s, e in zip(state, end, strict=True)]
+    cluster = _fake_cluster(state, since, ends, on_s, off_s, watts)
     order = release.idle_order(cluster, now, timeout_s)
     rule = data.draw(st.sampled_from(["never", "now"]))
     # Some idle nodes start jobs now, in idle order (as SNF's dispatch takes them).
@@ -384,18 +396,14 @@ def test_a_plan_in_lists_is_plan_forward(nodes, queue, now, timeout_s, data):
     wanted = np.array(data.draw(st.lists(st.integers(-2, n + 1), max_size=12)), dtype=np.int64)
     args = (now, cluster, rule == "never", timeout_s, order, started, columns, wanted)
     starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, True)
-    whole = [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+    whole = _entries_of(starts, flat, ptr)
     assert whole == want
     asked = set(wanted.tolist())
-    first: dict[int, float] = {}
-    for at, gang in want:
-        for node in gang:
-            if node in asked:
-                first.setdefault(node, at)
-    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(first.items())
+    first = _first_in(want, asked)
+    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == first
     starts, flat, ptr, found, entry = forward.forward_plan_lists(*args, False)
-    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == list(first.items())
-    read = [(float(starts[j]), flat[ptr[j] : ptr[j + 1]].tolist()) for j in range(len(starts))]
+    assert list(zip(found.tolist(), starts[entry].tolist(), strict=True)) == first
+    read = _entries_of(starts, flat, ptr)
     assert read == whole[: len(read)]
     # Read up to the entry of the last wanted node that appears, or to the end.
     wanted_here = {node for node in asked if 0 <= node < n}
@@ -411,24 +419,15 @@ def test_transitions_due_exactly_now_take_a_full_mean_again_in_lists():
     12.5 s) is off at 112.5 s and ready at 142.5 s, costing 120 W x 12.5 s
     + 150 W x 30 s; a job past its walltime never releases its node.
     """
-    from types import SimpleNamespace
-
     from hpcpower.planning import release
 
-    state = np.array([1, 4, 3, 2], dtype=np.int8)  # on, off, computing, idle
-    cluster = SimpleNamespace(
-        state=state,
-        since=np.array([70.0, 87.5, 0.0, 50.0]),
-        expected_end_s=np.array([np.nan, np.nan, 100.0, np.nan]),
-        switch_on_mean_s=np.full(4, 30.0),
-        switch_off_mean_s=np.full(4, 12.5),
-        idle_w=np.full(4, 100.0),
-        switching_on_w=np.full(4, 150.0),
-        switching_off_w=np.full(4, 120.0),
-        ids=np.arange(4),
-        n_nodes=4,
-        counts=(0, 1, 1, 1, 1),
-        idle={3},
+    cluster = _fake_cluster(
+        [1, 4, 3, 2],  # switching on, switching off, computing, idle
+        since=[70.0, 87.5, 0.0, 50.0],
+        expected_end_s=[np.nan, np.nan, 100.0, np.nan],
+        on_s=[30.0] * 4,
+        off_s=[12.5] * 4,
+        watts=[(100.0, 150.0, 120.0)] * 4,
     )
     lists = release.release_lists(100.0, cluster, True, False, np.array([3]))
     assert lists == (
@@ -447,6 +446,7 @@ def test_transitions_due_exactly_now_take_a_full_mean_again_in_lists():
 def test_a_run_plans_the_same_in_lists_as_on_the_release_map(monkeypatch):
     """A whole SNF-ICON and SNF+IPM run on 64 nodes: every pass the same with either plan."""
     from hpcpower import load_platform, load_workload
+    from hpcpower.planning.release import LIST_NODES
     from hpcpower.policies.queue import snf
 
     def run(policy, list_nodes):
@@ -460,7 +460,7 @@ def test_a_run_plans_the_same_in_lists_as_on_the_release_map(monkeypatch):
         return sim
 
     for policy in ("snf-icon", "snf-ipm"):
-        lists, arrays = run(policy, 96), run(policy, 0)
+        lists, arrays = run(policy, LIST_NODES), run(policy, 0)
         assert lists.passes == arrays.passes > 1000
         assert np.array_equal(lists.start_s, arrays.start_s)
         assert np.array_equal(lists.finish_s, arrays.finish_s)

@@ -138,22 +138,27 @@ class _ForwardSchedule(ArraySchedule):
         self._partial: tuple | None = None
 
     def _run(self, wanted: np.ndarray, whole: bool) -> tuple:
-        compiled = self._compiled
         if self._args is None:
             policy, now, cluster, timeout_s, idle = self._given
+            never = policy.overrun_release == "never"
+            idle = np.asarray(idle, dtype=np.int64)
             started = [(p.nodes, p.job.reqtime_s) for p in self.start]
-            self._args = (
-                now,
-                cluster.node_arrays if compiled else cluster,
-                policy.overrun_release == "never",
-                timeout_arg(timeout_s) if compiled else timeout_s,
-                np.asarray(idle, dtype=np.int64),
-                easy.started_columns(started) if compiled else started,
-            )
+            if self._compiled:  # (the twin takes arrays only)
+                columns = easy.started_columns(started)
+                self._args = (
+                    now,
+                    cluster.node_arrays,
+                    never,
+                    timeout_arg(timeout_s),
+                    idle,
+                    columns,
+                )
+            else:
+                self._args = (now, cluster, never, timeout_s, idle, started)
         res, req = self._columns()
         k = self._k
         args: tuple[Any, ...] = (*self._args, (res[k:], req[k:]), wanted, whole)
-        if compiled:
+        if self._compiled:
             return forward.forward_plan(*args)
         return forward.forward_plan_lists(*args)
 
