@@ -57,13 +57,17 @@ class SNF(QueuePolicy):
             return out
         now = view.now
         jobs = view.queue.snf()
-        idle = idle_order(view.cluster, now, timeout_s, view.compiled)
-        used = 0
-        for job in jobs:
-            if job.res > len(idle) - used:
-                break
-            out.start.append(Planned(job, now, idle[used : used + job.res]))
-            used += job.res
+        idle = None
+        if jobs[0].res <= len(view.cluster.idle):
+            # (Most passes start nothing: the idle order is then made only
+            # if a plan is read, in the same pass.)
+            idle = idle_order(view.cluster, now, timeout_s, view.compiled)
+            used = 0
+            for job in jobs:
+                if job.res > len(idle) - used:
+                    break
+                out.start.append(Planned(job, now, idle[used : used + job.res]))
+                used += job.res
         rest = jobs[len(out.start) :]
         if rest and (view.compiled or view.cluster.n_nodes <= LIST_NODES):
             return _ForwardSchedule(self, view, timeout_s, out.start, rest, idle)
@@ -74,6 +78,8 @@ def _plan(policy, view: SystemView, timeout_s: float | None, started: list[Plann
     """The forward plan, made only when a power manager reads it (within the pass)."""
     if not jobs:
         return
+    if idle is None:
+        idle = idle_order(view.cluster, view.now, timeout_s, view.compiled)
     releases = ReleaseMap(
         view.cluster,
         view.now,
@@ -141,6 +147,8 @@ class _ForwardSchedule(ArraySchedule):
         if self._args is None:
             policy, now, cluster, timeout_s, idle = self._given
             never = policy.overrun_release == "never"
+            if idle is None:
+                idle = idle_order(cluster, now, timeout_s, self._compiled)
             idle = np.asarray(idle, dtype=np.int64)
             started = [(p.nodes, p.job.reqtime_s) for p in self.start]
             if self._compiled:  # (the twin takes arrays only)
