@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -68,7 +69,9 @@ def measure(python: str, trace: Path, policy: str, platform: str) -> dict[str, f
         )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
-        sys.exit(f"process_split.py: {python} failed:\n{done.stderr.strip()}")
+        last = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        print(f"process_split.py: the run failed: {last[0]}", file=sys.stderr)
+        sys.exit(2)
     phases = json.loads(done.stdout)
     total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     phases["start and exit"] = total - sum(phases.values())
@@ -86,6 +89,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if not args.trace.is_file():
+        parser.error(f"{args.trace}: no such workload file")
+    if shutil.which(args.python) is None:
+        parser.error(f"--python {args.python}: no such interpreter")
     runs = [
         measure(args.python, args.trace.resolve(), args.policy, args.platform)
         for _ in range(args.repeat)
