@@ -59,8 +59,8 @@ class SNF(QueuePolicy):
         jobs = view.queue.snf()
         idle = None
         if jobs[0].res <= len(view.cluster.idle):
-            # (Most passes start nothing: the idle order is then made only
-            # if a plan is read, in the same pass.)
+            # (Else nothing starts now, and the idle order is made only if
+            # the plan is read, within the pass.)
             idle = idle_order(view.cluster, now, timeout_s, view.compiled)
             used = 0
             for job in jobs:
@@ -78,8 +78,7 @@ def _plan(policy, view: SystemView, timeout_s: float | None, started: list[Plann
     """The forward plan, made only when a power manager reads it (within the pass)."""
     if not jobs:
         return
-    if idle is None:
-        idle = idle_order(view.cluster, view.now, timeout_s, view.compiled)
+    # (``idle`` None: the release map makes the idle order itself where it reads it.)
     releases = ReleaseMap(
         view.cluster,
         view.now,
