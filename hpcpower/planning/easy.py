@@ -34,9 +34,16 @@ import numpy as np
 
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.common import COMPUTING, EPS, INF, SLEEPING, SWITCHING_OFF, SWITCHING_ON
-from hpcpower.planning.release import ReleaseMap, idle_order_jit, release_map
+from hpcpower.planning.release import LIST_NODES, ReleaseMap, idle_order_jit, release_map
 from hpcpower.planning.select import _argsort2, _order, _select, _select_in, key_order, select_jit
-from hpcpower.planning.timelines import Timelines, _add, _earliest, _room, _window_free
+from hpcpower.planning.timelines import (
+    TimelineLists,
+    Timelines,
+    _add,
+    _earliest,
+    _room,
+    _window_free,
+)
 
 
 def started_columns(started) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -150,10 +157,15 @@ def project(now: float, cluster, base: ReleaseMap, started, head, rest) -> Itera
       the shortest walltime among them: a gap that fits a job fits any
       smaller or shorter one, and gaps only shrink as jobs are placed, so
       this bound stays valid (if weaker) as placement goes on.
+
+    On machines of at most :data:`~hpcpower.planning.release.LIST_NODES`
+    nodes the timelines are kept in Python lists (:class:`TimelineLists`,
+    the same answers), where numpy's per-call cost would dominate.
     """
     head_nodes, head_start, head_req = head
     head_end = head_start + head_req
-    lines = Timelines(base, cluster, now, started)
+    form = TimelineLists if cluster.n_nodes <= LIST_NODES else Timelines
+    lines = form(base, cluster, now, started)
     if not lines.window_free(head_nodes, head_start, head_end):
         return
     lines.add(head_nodes, head_start, head_end)
@@ -222,7 +234,9 @@ def project(now: float, cluster, base: ReleaseMap, started, head, rest) -> Itera
         done = i == n_rest
 
 
-def _place(lines: Timelines, res: int, wall: float, start: float, nodes, now: float):
+def _place(
+    lines: Timelines | TimelineLists, res: int, wall: float, start: float, nodes, now: float
+):
     """Place one job of the FCFS-forward plan on the timelines: ``(start, nodes)`` or ``None``.
 
     It moves into the earliest gap that lets it start strictly earlier than

@@ -8,10 +8,21 @@ slots and search them with the same float operations.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
+from math import nextafter
+
 import numpy as np
 
 from hpcpower.planning._numba import kernel
-from hpcpower.planning.common import COMPUTING, EPS, INF, SLEEPING, SWITCHING_OFF, SWITCHING_ON
+from hpcpower.planning.common import (
+    COMPUTING,
+    EPS,
+    IDLE,
+    INF,
+    SLEEPING,
+    SWITCHING_OFF,
+    SWITCHING_ON,
+)
 from hpcpower.planning.release import ReleaseMap
 from hpcpower.planning.select import _argsort2, cheapest_order, cheapest_order_jit
 
@@ -343,6 +354,290 @@ class Timelines:
         )
         cost = rel.base_j[pick] + gap
         return pick[cheapest_order(r, cost, rel.tie_key[pick])]
+
+
+class TimelineLists:
+    """:class:`Timelines` in Python lists, for small machines (the same answers, to the bit).
+
+    Up to :data:`~hpcpower.planning.release.LIST_NODES` nodes a projection
+    places a few jobs, and numpy's cost per call would dominate. Each node
+    keeps its free intervals ``[a, b)`` in two lists (an emptied interval
+    is removed rather than marked) and its segments, for rebuilds; the
+    intervals are also indexed for the gap search:
+
+    * ``_tails``: ``(a, node)`` of every interval ``[a, inf)``, sorted. A
+      tail admits every start from ``max(a, min_start)`` on, so the tails
+      that hold a start ``s`` are the first ``bisect(s)`` of them.
+    * ``_finite``: ``(b, a, node)`` of every other interval, sorted. One
+      that ends by ``min_start`` admits no start, so the search reads only
+      those after it: at a pass, most end at the pass (the free time before
+      a node's current job or transition).
+
+    The search then visits only the candidate starts that can be the answer,
+    not every interval. Every answer is made of the same float operations
+    as :class:`Timelines`', and the order of a node's intervals never
+    matters: at most one holds a given time (they are disjoint), and the
+    node choice sorts by (cost, tie key), distinct per node. It takes the
+    arguments of :class:`Timelines`.
+    """
+
+    def __init__(self, releases: ReleaseMap, cluster, now: float, started) -> None:
+        now = float(now)
+        self.now = now
+        self.releases = releases
+        n = cluster.n_nodes
+        self.n_nodes = n
+        state = cluster.state.tolist()
+        since = cluster.since.tolist()
+        release = releases.release.tolist()
+        # At the start of the pass each node has at most one busy block: its
+        # segments are contiguous. Nodes starting a job now were idle.
+        first = [INF] * n
+        end = [INF] * n
+        for node, s in enumerate(state):
+            if s == IDLE:
+                continue
+            if s == SLEEPING:
+                first[node] = now
+            elif s == COMPUTING:
+                first[node] = since[node]
+            else:  # switching on or off: from its start, or now if that is later
+                first[node] = since[node] if since[node] < now else now
+            end[node] = release[node]
+        self._off_end: dict[int, float] = {}
+        if cluster.counts[SWITCHING_OFF]:
+            on = cluster.switch_on_mean_s.tolist()
+            for node, s in enumerate(state):
+                if s == SWITCHING_OFF:
+                    # The end of the off, then the wake (min/max: release - on
+                    # may round below the first segment's start).
+                    off_end = release[node] - on[node]
+                    self._off_end[node] = off_end
+                    if off_end < first[node]:
+                        first[node] = off_end
+                    if off_end > end[node]:
+                        end[node] = off_end
+        self._state = state
+        self._since = since
+        self._release = release
+        self._started: dict[int, float] = {}
+        for nodes, walltime_s in started:
+            finish = now + walltime_s
+            for node in np.asarray(nodes).tolist():
+                first[node] = now
+                end[node] = finish
+                self._started[node] = finish
+        # Free intervals: [-inf, block start) and [block end, inf) (the latter
+        # unless the block never ends); a node without segments: [-inf, inf).
+        self._a = [[-INF, e] if e < INF else [-INF] for e in end]
+        self._b = [[f, INF] if e < INF else [f] for f, e in zip(first, end, strict=True)]
+        tails = [(e, node) for node, e in enumerate(end) if e < INF]
+        tails.extend((-INF, node) for node, f in enumerate(first) if f == INF)
+        tails.sort()
+        self._tails = tails
+        self._finite = [(f, -INF, node) for node, f in enumerate(first) if f < INF]
+        self._finite.sort()
+        #: Segments added per node (starts, finishes), after its first ones.
+        self._added: dict[int, tuple[list[float], list[float]]] = {}
+        self._base = releases.base_j.tolist()
+        self._no_gap = releases.no_gap.tolist()
+        self._idle_w = releases.idle_w.tolist()
+        self._tie = releases.tie_key.tolist()
+        self._irregular: set[int] = set()
+
+    def node_segments(self, node: int) -> tuple[list[float], list[float]]:
+        """Starts and finishes of one node's segments, in the order they were added."""
+        starts: list[float] = []
+        finishes: list[float] = []
+        s = self._state[node]
+        if node in self._started:
+            starts.append(self.now)
+            finishes.append(self._started[node])
+        elif s != IDLE:
+            end = self._release[node]
+            if s == SLEEPING:
+                begin = self.now
+            elif s == COMPUTING:
+                begin = self._since[node]
+            else:
+                since = self._since[node]
+                begin = since if since < self.now else self.now
+            if s == SWITCHING_OFF:
+                off_end = self._off_end[node]
+                starts += [begin, off_end]
+                finishes += [off_end, end]
+            else:
+                starts.append(begin)
+                finishes.append(end)
+        added = self._added.get(node)
+        if added is not None:
+            starts += added[0]
+            finishes += added[1]
+        return starts, finishes
+
+    def _index(self, a: float, b: float, node: int) -> None:
+        if b == INF:
+            insort(self._tails, (a, node))
+        else:
+            insort(self._finite, (b, a, node))
+
+    def _unindex(self, a: float, b: float, node: int) -> None:
+        if b == INF:
+            del self._tails[bisect_left(self._tails, (a, node))]
+        else:
+            del self._finite[bisect_left(self._finite, (b, a, node))]
+
+    def add(self, nodes, start: float, finish: float) -> None:
+        """Reserve ``nodes`` over ``[start, finish)`` (as :meth:`Timelines.add`)."""
+        start = float(start)
+        finish = float(finish)
+        irregular = self._irregular
+        for node in np.asarray(nodes).tolist():
+            added = self._added.get(node)
+            if added is None:
+                self._added[node] = ([start], [finish])
+            else:
+                added[0].append(start)
+                added[1].append(finish)
+            if finish < start:
+                irregular.add(node)
+            a_list = self._a[node]
+            b_list = self._b[node]
+            slot = _holding(a_list, b_list, start)
+            if slot < 0 or finish > b_list[slot] or node in irregular:
+                for a, b in zip(a_list, b_list, strict=True):
+                    self._unindex(a, b, node)
+                a_list, b_list = _free_from_segments(*self.node_segments(node))
+                self._a[node] = a_list
+                self._b[node] = b_list
+                for a, b in zip(a_list, b_list, strict=True):
+                    self._index(a, b, node)
+                continue
+            a = a_list[slot]
+            b = b_list[slot]
+            self._unindex(a, b, node)
+            if start > a:
+                b_list[slot] = start
+                self._index(a, start, node)
+                if b > finish:
+                    a_list.append(finish)
+                    b_list.append(b)
+                    self._index(finish, b, node)
+            elif b > finish:
+                # Left piece empty: the right one takes its slot.
+                a_list[slot] = finish
+                self._index(finish, b, node)
+            else:
+                del a_list[slot]
+                del b_list[slot]
+
+    def window_free(self, nodes, start: float, finish: float) -> bool:
+        """Whether every node is free at ``start`` and stays free until ``finish``."""
+        for node in np.asarray(nodes).tolist():
+            for lo, hi in zip(self._a[node], self._b[node], strict=True):
+                if lo <= start < hi and finish <= hi + EPS:
+                    break
+            else:
+                return False
+        return True
+
+    def _search(self, r: int, walltime_s: float, min_start: float, max_start: float | None):
+        """The earliest start :meth:`Timelines.earliest` finds: ``(t, tails, finite)``.
+
+        ``t`` is ``None`` when none; ``tails`` how many of ``_tails`` hold
+        ``t``; ``finite`` the feasible finite intervals as ``(lo, last, a,
+        node)``. As :meth:`Timelines._feasible` and ``_first_covered``: a
+        start ``t`` fits a free interval ``[a, b)`` when ``lo <= t <= last``,
+        with ``lo = max(a, min_start)``, and ``t`` is the smallest ``lo``
+        fitting ``r`` intervals. A tail's ``last`` is the largest float, so
+        it fits every start from its ``lo`` on.
+        """
+        m = min_start
+        cap_start = INF if max_start is None else max_start - EPS
+        finite = self._finite
+        feasible = []
+        for i in range(bisect_right(finite, (m, INF, INF)), len(finite)):
+            b, a, node = finite[i]
+            lo = a if a > m else m
+            last = b - walltime_s + EPS
+            if b - lo > EPS and lo <= last and lo < cap_start:
+                cap = nextafter(b - EPS, -INF)
+                feasible.append((lo, last if last < cap else cap, a, node))
+        tails = self._tails
+        # Tails whose lo is below the cap (a tail's lo is max(a, m)).
+        n_tails = bisect_left(tails, (cap_start, -INF)) if m < cap_start else 0
+        need = r - len(feasible)  # at least this many tails must hold the start
+        if need > n_tails:
+            return None, 0, feasible
+        # Candidates below the need-th tail's a fit fewer than r intervals.
+        if need > 0 and tails[need - 1][0] > m:
+            lower = tails[need - 1][0]
+            j = bisect_left(tails, (lower, -INF))
+            at_m = False
+        else:
+            lower = m
+            j = min(bisect_right(tails, (m, INF)), n_tails)  # tails with a <= m: lo = m
+            at_m = j > 0
+        los = sorted({f[0] for f in feasible if f[0] >= lower})
+        k = 0
+        while True:
+            # The next candidate: m (a tail's lo), the next tail's a, the next finite lo.
+            s = m if at_m else (tails[j][0] if j < n_tails else INF)
+            if k < len(los) and los[k] < s:
+                s = los[k]
+            if s == INF:
+                return None, 0, feasible
+            at_m = False
+            while j < n_tails and tails[j][0] <= s:
+                j += 1
+            while k < len(los) and los[k] <= s:
+                k += 1
+            # (Every tail before j has a <= s, so holds s.)
+            covered = j
+            for f in feasible:
+                if f[0] <= s <= f[1]:
+                    covered += 1
+            if covered >= r:
+                return s, j, feasible
+
+    def earliest(
+        self, r: int, walltime_s: float, min_start: float, max_start: float | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """Earliest gap start in ``[min_start, max_start)`` with ``r`` nodes free, and the nodes.
+
+        As :meth:`Timelines.earliest`.
+        """
+        if max_start is not None and min_start + EPS >= max_start:
+            return None
+        if self.n_nodes < r:
+            return None
+        t, n_tails, feasible = self._search(r, walltime_s, min_start, max_start)
+        if t is None:
+            return None
+        now = self.now
+        base = self._base
+        no_gap = self._no_gap
+        idle_w = self._idle_w
+        tie = self._tie
+        held = [(a, node) for a, node in self._tails[:n_tails]]
+        held.extend((f[2], f[3]) for f in feasible if f[0] <= t <= f[1])
+        chosen = []
+        for a, node in held:
+            if no_gap[node]:
+                gap = 0.0
+            else:
+                idle_s = t - (a if a > now else now)
+                gap = idle_w[node] * (idle_s if idle_s > 0.0 else 0.0)
+            chosen.append((base[node] + gap, tie[node], node))
+        chosen.sort()
+        return np.array([c[2] for c in chosen[:r]], dtype=np.intp), t
+
+    def earliest_start(self, r: int, walltime_s: float, min_start: float) -> float:
+        """The start :meth:`earliest` would find with no upper bound (``inf`` if none)."""
+        if self.n_nodes < r:
+            return INF
+        t = self._search(r, walltime_s, min_start, None)[0]
+        return INF if t is None else t
 
 
 def _free_from_segments(starts: list[float], finishes: list[float]) -> tuple[list, list]:

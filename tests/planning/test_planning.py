@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from hpcpower import Simulation, make_policy
 from hpcpower.planning import _numba
-from hpcpower.planning.release import ReleaseMap
-from hpcpower.planning.timelines import Timelines
+from hpcpower.planning.release import ReleaseMap, idle_order
+from hpcpower.planning.timelines import TimelineLists, Timelines
+from hpcpower.policies.queue.fcfs_easy import FCFSEasy
 
 
 def _timelines_on(n_nodes: int, segments: list[tuple[int, float, float]]):
@@ -443,14 +444,28 @@ def test_transitions_due_exactly_now_take_a_full_mean_again_in_lists():
     assert release.select_lists(lists, 4, 100.0) is None
 
 
-def test_a_run_plans_the_same_in_lists_as_on_the_release_map(monkeypatch):
-    """A whole SNF-ICON and SNF+IPM run on 64 nodes: every pass the same with either plan."""
+@pytest.mark.parametrize(
+    "module, policies",
+    [
+        ("hpcpower.policies.queue.snf", ("snf-icon", "snf-ipm")),
+        ("hpcpower.planning.easy", ("fcfs-easy-ipm", "fcfs-easy")),
+    ],
+)
+def test_a_run_plans_the_same_in_lists_as_on_arrays(monkeypatch, module, policies):
+    """Whole runs on 64 nodes: every pass the same with the plans in lists or on arrays.
+
+    SNF's forward plan (on a release map in lists) and EASY's projection (on
+    timelines in lists), each against its numpy form.
+    """
+    import importlib
+
     from hpcpower import load_platform, load_workload
     from hpcpower.planning.release import LIST_NODES
-    from hpcpower.policies.queue import snf
+
+    planner = importlib.import_module(module)
 
     def run(policy, list_nodes):
-        monkeypatch.setattr(snf, "LIST_NODES", list_nodes)
+        monkeypatch.setattr(planner, "LIST_NODES", list_nodes)
         workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
         workload.jobs = workload.jobs[:400]
         sim = Simulation(
@@ -459,7 +474,7 @@ def test_a_run_plans_the_same_in_lists_as_on_the_release_map(monkeypatch):
         sim.run()
         return sim
 
-    for policy in ("snf-icon", "snf-ipm"):
+    for policy in policies:
         lists, arrays = run(policy, LIST_NODES), run(policy, 0)
         assert lists.passes == arrays.passes > 1000
         assert np.array_equal(lists.start_s, arrays.start_s)
@@ -605,3 +620,119 @@ def test_kept_free_intervals_with_many_nodes_per_segment(n, segs):
         node_ids, a, b = oracle.free_intervals(lines)
         kept = sorted(zip(node_ids.tolist(), a.tolist(), b.tolist(), strict=True))
         assert kept == _intervals_by_sort(lines)
+
+
+# ------------------------------------------- the timelines in lists
+def _intervals_of(lines) -> list[tuple[int, float, float]]:
+    """Every node's free intervals ``(node, a, b)``, sorted, from either form of the timelines."""
+    if isinstance(lines, TimelineLists):
+        return sorted(
+            (node, a, b)
+            for node, (a_list, b_list) in enumerate(zip(lines._a, lines._b, strict=True))
+            for a, b in zip(a_list, b_list, strict=True)
+        )
+    node, a, b = oracle.free_intervals(lines)
+    return sorted(zip(node.tolist(), a.tolist(), b.tolist(), strict=True))
+
+
+def _assert_same_answers(arrays: Timelines, lists: TimelineLists, queries) -> None:
+    """The two forms keep the same intervals and answer every query alike, to the bit."""
+    assert _intervals_of(lists) == _intervals_of(arrays)
+    for r, wall, lo, hi in queries:
+        want = arrays.earliest(r, wall, lo, hi)
+        got = lists.earliest(r, wall, lo, hi)
+        if want is None:
+            assert got is None
+        else:
+            assert got is not None
+            assert got[1] == want[1]
+            assert got[0].tolist() == want[0].tolist()
+        assert lists.earliest_start(r, wall, lo) == arrays.earliest_start(r, wall, lo)
+        nodes = np.arange(min(r, lists.n_nodes))
+        assert lists.window_free(nodes, lo, lo + wall) == arrays.window_free(nodes, lo, lo + wall)
+
+
+query = st.tuples(
+    st.integers(1, 7),
+    st.integers(0, 12).map(lambda x: x * 25.0),
+    st.integers(0, 40).map(lambda x: x * 25.0),
+    st.one_of(st.none(), st.integers(0, 40).map(lambda x: x * 25.0 + 1e-10)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 6),
+    segs=st.lists(overlapping, max_size=14),
+    queries=st.lists(query, min_size=1, max_size=5),
+)
+def test_the_timelines_in_lists_answer_as_the_arrays(n, segs, queries):
+    # Segments may overlap (by EPS or more), be empty, touch or end before they
+    # start (the rebuilds): after each, the same intervals and the same answers.
+    sim = Simulation(tiny_platform(n), [job(0, 0, 1, 1)], make_policy("fcfs-easy"), kernels="numpy")
+    cluster = sim.view.cluster
+    releases = ReleaseMap(cluster, 0.0, None)
+    arrays = Timelines(releases, cluster, 0.0, [])
+    lists = TimelineLists(releases, cluster, 0.0, [])
+    _assert_same_answers(arrays, lists, queries)
+    for node, start, length in segs:
+        for lines in (arrays, lists):
+            lines.add(np.array([node % n]), start, start + length)
+        _assert_same_answers(arrays, lists, queries)
+
+
+class _BothTimelines(FCFSEasy):
+    """FCFS/EASY that, at every pass, builds both forms of the timelines and compares them.
+
+    From the pass's state (sleeping, waking, computing, switching-off nodes),
+    with the first waiting jobs starting now where they fit: the intervals,
+    and the earliest start of each waiting job from now and from an hour on,
+    with and without an upper bound, before and after it is placed.
+    """
+
+    checked = 0
+
+    def schedule(self, view, timeout_s):
+        queue = view.queue
+        if len(queue):
+            cluster = view.cluster
+            now = view.now
+            idle = idle_order(cluster, now, timeout_s)
+            started = []
+            used = 0
+            for waiting in queue:
+                if waiting.res > len(idle) - used:
+                    break
+                started.append((idle[used : used + waiting.res], waiting.reqtime_s))
+                used += waiting.res
+            releases = ReleaseMap(cluster, now, timeout_s, idle_nodes=idle)
+            arrays = Timelines(releases, cluster, now, started)
+            lists = TimelineLists(releases, cluster, now, started)
+            for waiting in list(queue)[len(started) : len(started) + 6]:
+                r, wall = waiting.res, waiting.reqtime_s
+                queries = [(r, wall, now, None), (r, wall, now + 3600.0, now + 7200.0)]
+                _assert_same_answers(arrays, lists, queries)
+                placed = arrays.earliest(r, wall, now)
+                if placed is not None:
+                    for lines in (arrays, lists):
+                        lines.add(placed[0], placed[1], placed[1] + wall)
+                self.checked += 1
+            _assert_same_answers(arrays, lists, [])
+        return super().schedule(view, timeout_s)
+
+
+def test_the_timelines_in_lists_answer_as_the_arrays_on_real_passes():
+    """DAS2-fs1 on 64 nodes under FCFS/B+IPM: every pass's timelines alike in both forms."""
+    from hpcpower import load_platform, load_workload
+    from hpcpower.policies.base import Combined
+    from hpcpower.policies.power.ipm import IPM
+
+    workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
+    workload.jobs = workload.jobs[:300]
+    queue = _BothTimelines()
+    policy = Combined(queue, IPM(3600.0), name="fcfs-easy-ipm")
+    sim = Simulation(load_platform("aoba-64"), workload, policy, seed=42, kernels="numpy")
+    sim.run()
+    assert queue.checked > 1000
+    states = set(np.flatnonzero(sim.cluster.time_in_state_s.sum(axis=0)).tolist())
+    assert states == {0, 1, 2, 3, 4}  # every state was met
