@@ -431,12 +431,10 @@ class TimelineLists:
         # unless the block never ends); a node without segments: [-inf, inf).
         self._a = [[-INF, e] if e < INF else [-INF] for e in end]
         self._b = [[f, INF] if e < INF else [f] for f, e in zip(first, end, strict=True)]
-        tails = [(e, node) for node, e in enumerate(end) if e < INF]
-        tails.extend((-INF, node) for node, f in enumerate(first) if f == INF)
-        tails.sort()
-        self._tails = tails
-        self._finite = [(f, -INF, node) for node, f in enumerate(first) if f < INF]
-        self._finite.sort()
+        # The search's index, made when first needed (see _reindex).
+        self._indexed = False
+        self._tails: list[tuple[float, int]] = []
+        self._finite: list[tuple[float, float, int]] = []
         #: Segments added per node (starts, finishes), after its first ones.
         self._added: dict[int, tuple[list[float], list[float]]] = {}
         self._base = releases.base_j.tolist()
@@ -475,6 +473,22 @@ class TimelineLists:
             finishes += added[1]
         return starts, finishes
 
+    def _reindex(self) -> None:
+        """Make the search's index from every node's intervals."""
+        tails = []
+        finite = []
+        for node, a_list in enumerate(self._a):
+            for a, b in zip(a_list, self._b[node], strict=True):
+                if b == INF:
+                    tails.append((a, node))
+                else:
+                    finite.append((b, a, node))
+        tails.sort()
+        finite.sort()
+        self._tails = tails
+        self._finite = finite
+        self._indexed = True
+
     def _index(self, a: float, b: float, node: int) -> None:
         if b == INF:
             insort(self._tails, (a, node))
@@ -492,7 +506,12 @@ class TimelineLists:
         start = float(start)
         finish = float(finish)
         irregular = self._irregular
-        for node in np.asarray(nodes).tolist():
+        nodes = np.asarray(nodes).tolist()
+        # Few nodes: keep the search's index up to date; many (a wide job):
+        # drop it, to be made again at the next search, which costs less.
+        index = self._indexed and len(nodes) <= 8
+        self._indexed = index
+        for node in nodes:
             added = self._added.get(node)
             if added is None:
                 self._added[node] = ([start], [finish])
@@ -505,28 +524,34 @@ class TimelineLists:
             b_list = self._b[node]
             slot = _holding(a_list, b_list, start)
             if slot < 0 or finish > b_list[slot] or node in irregular:
-                for a, b in zip(a_list, b_list, strict=True):
-                    self._unindex(a, b, node)
+                if index:
+                    for a, b in zip(a_list, b_list, strict=True):
+                        self._unindex(a, b, node)
                 a_list, b_list = _free_from_segments(*self.node_segments(node))
                 self._a[node] = a_list
                 self._b[node] = b_list
-                for a, b in zip(a_list, b_list, strict=True):
-                    self._index(a, b, node)
+                if index:
+                    for a, b in zip(a_list, b_list, strict=True):
+                        self._index(a, b, node)
                 continue
             a = a_list[slot]
             b = b_list[slot]
-            self._unindex(a, b, node)
+            if index:
+                self._unindex(a, b, node)
             if start > a:
                 b_list[slot] = start
-                self._index(a, start, node)
+                if index:
+                    self._index(a, start, node)
                 if b > finish:
                     a_list.append(finish)
                     b_list.append(b)
-                    self._index(finish, b, node)
+                    if index:
+                        self._index(finish, b, node)
             elif b > finish:
                 # Left piece empty: the right one takes its slot.
                 a_list[slot] = finish
-                self._index(finish, b, node)
+                if index:
+                    self._index(finish, b, node)
             else:
                 del a_list[slot]
                 del b_list[slot]
@@ -554,6 +579,9 @@ class TimelineLists:
         """
         m = min_start
         cap_start = INF if max_start is None else max_start - EPS
+        if not self._indexed:
+            self._reindex()
+        tails = self._tails
         finite = self._finite
         feasible = []
         for i in range(bisect_right(finite, (m, INF, INF)), len(finite)):
@@ -563,7 +591,6 @@ class TimelineLists:
             if b - lo > EPS and lo <= last and lo < cap_start:
                 cap = nextafter(b - EPS, -INF)
                 feasible.append((lo, last if last < cap else cap, a, node))
-        tails = self._tails
         # Tails whose lo is below the cap (a tail's lo is max(a, m)).
         n_tails = bisect_left(tails, (cap_start, -INF)) if m < cap_start else 0
         need = r - len(feasible)  # at least this many tails must hold the start
@@ -619,7 +646,7 @@ class TimelineLists:
         no_gap = self._no_gap
         idle_w = self._idle_w
         tie = self._tie
-        held = [(a, node) for a, node in self._tails[:n_tails]]
+        held = [(a, node) for a, node in self._tails[:n_tails]]  # (made by the search)
         held.extend((f[2], f[3]) for f in feasible if f[0] <= t <= f[1])
         chosen = []
         for a, node in held:

@@ -662,22 +662,30 @@ query = st.tuples(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    n=st.integers(1, 6),
-    segs=st.lists(overlapping, max_size=14),
+    n=st.integers(1, 12),
+    segs=st.lists(
+        st.tuples(
+            st.sets(st.integers(0, 11), min_size=1),
+            st.integers(0, 40).map(lambda x: x * 25.0),
+            st.sampled_from([0.0, 1e-10, 5e-10, 25.0, 50.0, 100.0, 300.0, -1e-10]),
+        ),
+        max_size=14,
+    ),
     queries=st.lists(query, min_size=1, max_size=5),
 )
 def test_the_timelines_in_lists_answer_as_the_arrays(n, segs, queries):
     # Segments may overlap (by EPS or more), be empty, touch or end before they
-    # start (the rebuilds): after each, the same intervals and the same answers.
+    # start (the rebuilds), and hold one node or many (more than 8: the search's
+    # index is then made again): after each, the same intervals and answers.
     sim = Simulation(tiny_platform(n), [job(0, 0, 1, 1)], make_policy("fcfs-easy"), kernels="numpy")
     cluster = sim.view.cluster
     releases = ReleaseMap(cluster, 0.0, None)
     arrays = Timelines(releases, cluster, 0.0, [])
     lists = TimelineLists(releases, cluster, 0.0, [])
     _assert_same_answers(arrays, lists, queries)
-    for node, start, length in segs:
+    for nodes, start, length in segs:
         for lines in (arrays, lists):
-            lines.add(np.array([node % n]), start, start + length)
+            lines.add(np.array(sorted({x % n for x in nodes})), start, start + length)
         _assert_same_answers(arrays, lists, queries)
 
 
