@@ -2,7 +2,8 @@
 
 EASY's projection places each queued job into the earliest gap of the
 per-node timelines that holds it for its walltime. :class:`Timelines` is the
-numpy form; the compiled twins below keep the same intervals in the same
+numpy form; :class:`TimelineLists` the same in Python lists, for small
+machines; the compiled twins below keep the same intervals in the same
 slots and search them with the same float operations.
 """
 
@@ -362,8 +363,9 @@ class TimelineLists:
     Up to :data:`~hpcpower.planning.release.LIST_NODES` nodes a projection
     places a few jobs, and numpy's cost per call would dominate. Each node
     keeps its free intervals ``[a, b)`` in two lists (an emptied interval
-    is removed rather than marked) and its segments, for rebuilds; the
-    intervals are also indexed for the gap search:
+    is removed rather than marked); its segments, for rebuilds, are its
+    first block's and those added since. The intervals are also indexed for
+    the gap search:
 
     * ``_tails``: ``(a, node)`` of every interval ``[a, inf)``, sorted. A
       tail admits every start from ``max(a, min_start)`` on, so the tails
@@ -404,6 +406,8 @@ class TimelineLists:
             else:  # switching on or off: from its start, or now if that is later
                 first[node] = since[node] if since[node] < now else now
             end[node] = release[node]
+        # Each busy node's first segment starts here (before the min below).
+        self._begin = first[:]
         self._off_end: dict[int, float] = {}
         if cluster.counts[SWITCHING_OFF]:
             on = cluster.switch_on_mean_s.tolist()
@@ -417,8 +421,6 @@ class TimelineLists:
                         first[node] = off_end
                     if off_end > end[node]:
                         end[node] = off_end
-        self._state = state
-        self._since = since
         self._release = release
         self._started: dict[int, float] = {}
         for nodes, walltime_s in started:
@@ -447,20 +449,13 @@ class TimelineLists:
         """Starts and finishes of one node's segments, in the order they were added."""
         starts: list[float] = []
         finishes: list[float] = []
-        s = self._state[node]
         if node in self._started:
             starts.append(self.now)
             finishes.append(self._started[node])
-        elif s != IDLE:
+        elif self._begin[node] < INF:  # (busy at the pass: its block's segments)
+            begin = self._begin[node]
             end = self._release[node]
-            if s == SLEEPING:
-                begin = self.now
-            elif s == COMPUTING:
-                begin = self._since[node]
-            else:
-                since = self._since[node]
-                begin = since if since < self.now else self.now
-            if s == SWITCHING_OFF:
+            if node in self._off_end:  # the end of the off, then the wake
                 off_end = self._off_end[node]
                 starts += [begin, off_end]
                 finishes += [off_end, end]
@@ -522,39 +517,31 @@ class TimelineLists:
                 irregular.add(node)
             a_list = self._a[node]
             b_list = self._b[node]
+            if index:
+                for a, b in zip(a_list, b_list, strict=True):
+                    self._unindex(a, b, node)
             slot = _holding(a_list, b_list, start)
             if slot < 0 or finish > b_list[slot] or node in irregular:
-                if index:
-                    for a, b in zip(a_list, b_list, strict=True):
-                        self._unindex(a, b, node)
                 a_list, b_list = _free_from_segments(*self.node_segments(node))
                 self._a[node] = a_list
                 self._b[node] = b_list
-                if index:
-                    for a, b in zip(a_list, b_list, strict=True):
-                        self._index(a, b, node)
-                continue
-            a = a_list[slot]
-            b = b_list[slot]
-            if index:
-                self._unindex(a, b, node)
-            if start > a:
-                b_list[slot] = start
-                if index:
-                    self._index(a, start, node)
-                if b > finish:
-                    a_list.append(finish)
-                    b_list.append(b)
-                    if index:
-                        self._index(finish, b, node)
-            elif b > finish:
-                # Left piece empty: the right one takes its slot.
-                a_list[slot] = finish
-                if index:
-                    self._index(finish, b, node)
             else:
-                del a_list[slot]
-                del b_list[slot]
+                a = a_list[slot]
+                b = b_list[slot]
+                if start > a:
+                    b_list[slot] = start
+                    if b > finish:
+                        a_list.append(finish)
+                        b_list.append(b)
+                elif b > finish:
+                    # Left piece empty: the right one takes its slot.
+                    a_list[slot] = finish
+                else:
+                    del a_list[slot]
+                    del b_list[slot]
+            if index:
+                for a, b in zip(a_list, b_list, strict=True):
+                    self._index(a, b, node)
 
     def window_free(self, nodes, start: float, finish: float) -> bool:
         """Whether every node is free at ``start`` and stays free until ``finish``."""
@@ -646,7 +633,7 @@ class TimelineLists:
         no_gap = self._no_gap
         idle_w = self._idle_w
         tie = self._tie
-        held = [(a, node) for a, node in self._tails[:n_tails]]  # (made by the search)
+        held = self._tails[:n_tails]  # (a copy; the index is made by the search)
         held.extend((f[2], f[3]) for f in feasible if f[0] <= t <= f[1])
         chosen = []
         for a, node in held:

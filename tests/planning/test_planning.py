@@ -600,17 +600,22 @@ def test_a_decisions_plan_reads_back_what_ipm_planned_and_plans_no_more(monkeypa
     assert calls == before  # (no whole plan made from the cluster as it is now)
 
 
+def wide_segments(top: int, lengths: list[float], max_size: int):
+    """Lists of segments ``(nodes, start, length)`` on sets of nodes up to ``top``."""
+    return st.lists(
+        st.tuples(
+            st.sets(st.integers(0, top), min_size=1),
+            st.integers(0, 40).map(lambda x: x * 25.0),
+            st.sampled_from(lengths),
+        ),
+        max_size=max_size,
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     n=st.integers(17, 24),
-    segs=st.lists(
-        st.tuples(
-            st.sets(st.integers(0, 23), min_size=1),
-            st.integers(0, 40).map(lambda x: x * 25.0),
-            st.sampled_from([0.0, 1e-10, 25.0, 100.0, 300.0, -1e-10]),
-        ),
-        max_size=10,
-    ),
+    segs=wide_segments(23, [0.0, 1e-10, 25.0, 100.0, 300.0, -1e-10], 10),
 )
 def test_kept_free_intervals_with_many_nodes_per_segment(n, segs):
     # Segments on more than 16 nodes take the array path of Timelines.add.
@@ -663,14 +668,7 @@ query = st.tuples(
 @settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 12),
-    segs=st.lists(
-        st.tuples(
-            st.sets(st.integers(0, 11), min_size=1),
-            st.integers(0, 40).map(lambda x: x * 25.0),
-            st.sampled_from([0.0, 1e-10, 5e-10, 25.0, 50.0, 100.0, 300.0, -1e-10]),
-        ),
-        max_size=14,
-    ),
+    segs=wide_segments(11, [0.0, 1e-10, 5e-10, 25.0, 50.0, 100.0, 300.0, -1e-10], 14),
     queries=st.lists(query, min_size=1, max_size=5),
 )
 def test_the_timelines_in_lists_answer_as_the_arrays(n, segs, queries):
@@ -744,3 +742,54 @@ def test_the_timelines_in_lists_answer_as_the_arrays_on_real_passes():
     assert queue.checked > 1000
     states = set(np.flatnonzero(sim.cluster.time_in_state_s.sum(axis=0)).tolist())
     assert states == {0, 1, 2, 3, 4}  # every state was met
+
+
+def test_the_timelines_in_lists_rebuild_from_a_pass_as_the_arrays():
+    """A segment across every node's block at a pass: both forms rebuild alike.
+
+    A projection places jobs in free intervals, so its rebuilds rarely
+    start from the blocks a pass begins with (a transition, a running job,
+    a job starting now); here every busy node is rebuilt from them.
+    """
+    from hpcpower import load_platform, load_workload
+
+    workload = load_workload(DATA / "DAS2-fs1-0-3000.json.gz")
+    workload.jobs = workload.jobs[:400]
+
+    def simulation():
+        return Simulation(
+            load_platform("aoba-64"),
+            workload,
+            make_policy("fcfs-easy-ipm"),
+            seed=42,
+            kernels="numpy",
+        )
+
+    # Just after the first passes that switched nodes off or on (transitions
+    # under way), and at instants across the run.
+    switched: list[float] = []
+
+    def keep(now: float, decision) -> None:
+        if decision.switch_off or decision.switch_on:
+            switched.append(now)
+
+    sim = simulation()
+    sim.on("decision", keep)
+    sim.run()
+    instants = sorted({*switched[:6], *np.linspace(2e5, 2.4e6, 8).tolist()})
+    sim = simulation()
+    seen: set[int] = set()
+    for until in instants:
+        sim.run(until=until + 1.0)
+        cluster = sim.view.cluster
+        now = sim.now
+        seen.update(np.flatnonzero(cluster.counts).tolist())
+        idle = idle_order(cluster, now, 7200.0)
+        started = [(idle[:2], 900.0)] if len(idle) >= 2 else []
+        releases = ReleaseMap(cluster, now, 7200.0, idle_nodes=idle)
+        arrays = Timelines(releases, cluster, now, started)
+        lists = TimelineLists(releases, cluster, now, started)
+        for lines in (arrays, lists):
+            lines.add(np.arange(cluster.n_nodes), now - 100.0, now + 100.0)
+        _assert_same_answers(arrays, lists, [(r, 3600.0, now, None) for r in (1, 8, 64)])
+    assert seen == {0, 1, 2, 3, 4}  # every state was met at some pass
