@@ -22,13 +22,15 @@ def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     import ctypes  # (here: most runs never write a whole trace's files)
-    import ctypes.util
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
+    # The process's own symbols hold the C library it runs on; not
+    # ctypes.util.find_library, which starts ldconfig in a child process.
+    for name in (None, "libc.so.6"):
+        try:
+            return ctypes.CDLL(name).malloc_trim
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def release_free_memory() -> bool:

@@ -702,6 +702,24 @@ def test_free_memory_is_given_back_on_glibc_and_nowhere_else(monkeypatch):
         _memory._malloc_trim.cache_clear()
 
 
+def test_giving_free_memory_back_starts_no_process(monkeypatch):
+    """Finding ``malloc_trim`` starts no child process (``find_library`` starts ldconfig)."""
+    import subprocess
+
+    from hpcpower.results import _memory
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a child process was started: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    _memory._malloc_trim.cache_clear()
+    try:
+        glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+        assert _memory.release_free_memory() is glibc
+    finally:
+        _memory._malloc_trim.cache_clear()
+
+
 def test_allocations_read_a_block_of_jobs_at_a_time_are_the_whole():
     """A run's own storage and a hand-made list: counts and ids of any jobs low:high."""
     jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:120]
