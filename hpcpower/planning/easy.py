@@ -35,7 +35,15 @@ import numpy as np
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.common import COMPUTING, EPS, INF, SLEEPING, SWITCHING_OFF, SWITCHING_ON
 from hpcpower.planning.release import LIST_NODES, ReleaseMap, idle_order_jit, release_map
-from hpcpower.planning.select import _argsort2, _order, _select, _select_in, key_order, select_jit
+from hpcpower.planning.select import (
+    FEW_NODES,
+    _argsort2,
+    _order,
+    _select,
+    _select_in,
+    key_order,
+    select_jit,
+)
 from hpcpower.planning.timelines import (
     TimelineLists,
     Timelines,
@@ -590,10 +598,12 @@ def project_jit(now, cluster, rm, started, head, rest):
         rel[node] = head_end
     barrier = head_start
     work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-    by_key = key_order(tie_key)
+    by_key = np.empty(0, dtype=np.int64)  # (made for the first job of more than FEW_NODES)
     for i in range(n_rest):
         res = rest_res[i]
         wall = rest_req[i]
+        if res > FEW_NODES and not len(by_key):
+            by_key = key_order(tie_key)
         nodes, start = _select_in(rel, base_j, gap_w, tie_key, by_key, res, barrier, True, work)
         if len(nodes) == 0:
             break

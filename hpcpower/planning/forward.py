@@ -28,7 +28,7 @@ import numpy as np
 from hpcpower.planning._numba import kernel
 from hpcpower.planning.easy import _mark_first
 from hpcpower.planning.release import release_lists, release_map, select_lists
-from hpcpower.planning.select import _select_in, key_order
+from hpcpower.planning.select import FEW_NODES, _select_in, key_order
 
 
 @kernel
@@ -83,10 +83,14 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
     ptr = np.zeros(n_jobs + 1, dtype=np.int64)
     flat = np.empty(max(16, 2 * n), dtype=np.int64)
     work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-    by_key = key_order(tie_key) if n_jobs else np.empty(0, dtype=np.int64)
+    # The tie-key order of every node, made for the first job of more than
+    # FEW_NODES nodes (fewer are chosen without it).
+    by_key = np.empty(0, dtype=np.int64)
     barrier = now
     count = 0
     for j in range(n_jobs):
+        if res[j] > FEW_NODES and not len(by_key):
+            by_key = key_order(tie_key)
         picked, start = _select_in(
             release, base_j, gap_w, tie_key, by_key, res[j], barrier, True, work
         )

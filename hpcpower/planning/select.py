@@ -7,9 +7,10 @@ orders nodes by state rank, remaining idle timeout and id (see
 twins below include the sorts and selections they need, written out
 (numba compiles numpy's sort and partition slowly) so that they give
 exactly what numpy's stable sorts and partitions give. A plan's node
-choice reads the nodes in tie-key order (:func:`key_order`, once per
-plan), so only the cost is left to sort by, and a job's few distinct costs
-make long runs for the merge sort.
+choice for a wide job reads the nodes in tie-key order (:func:`key_order`,
+once per plan), so only the cost is left to sort by, and a job's few
+distinct costs make long runs for the merge sort; a narrow job's choice
+keeps its few best nodes in order as it reads them (:func:`_select_few`).
 """
 
 from __future__ import annotations
@@ -274,8 +275,10 @@ def _select_in(release, base_j, gap_w, tie_key, by_key, r, min_start, ordered, w
 
     A plan selects once per planned job, with the same tie keys and work
     arrays each time (allocations are a large part of its time), and hands
-    the nodes in tie-key order (:func:`key_order`, made once per plan);
-    a single choice hands no order (an empty ``by_key``).
+    the nodes in tie-key order (:func:`key_order`, made once per plan, for
+    its first job of more than :data:`FEW_NODES`); a single choice hands no
+    order (an empty ``by_key``). An ordered choice of at most
+    :data:`FEW_NODES` nodes reads neither (:func:`_select_few`).
 
     In tie-key order, ties in cost are already in the order the tie-breaks
     give: of the ``r`` cheapest, those tied at the ``r``-th cost are the
@@ -287,6 +290,8 @@ def _select_in(release, base_j, gap_w, tie_key, by_key, r, min_start, ordered, w
     m = len(release)
     if r > m:
         return np.empty(0, dtype=np.int64), np.nan
+    if ordered and 0 < r <= FEW_NODES:
+        return _select_few(release, base_j, gap_w, tie_key, r, min_start)
     copy, cost_buf, eligible_buf, below_buf = work
     if r < m:
         copy[:] = release
@@ -336,6 +341,69 @@ def _select_in(release, base_j, gap_w, tie_key, by_key, r, min_start, ordered, w
             out[q] = eligible[i]
             q += 1
         i += 1
+    return out, start
+
+
+#: Up to this many nodes, a choice reads the nodes twice and keeps the best
+#: ones so far in order (:func:`_select_few`): no copy, partition or tie-key
+#: order of every node, which on a large machine cost more than the reads.
+FEW_NODES = 8
+
+
+@kernel
+def _select_few(release, base_j, gap_w, tie_key, r, min_start):
+    """:func:`_select_in`'s ordered choice of ``1 <= r <= FEW_NODES`` of at least ``r`` nodes.
+
+    The first read keeps the ``r`` smallest releases (the ``r``-th is the
+    start, as the partition finds it); the second keeps the ``r`` smallest
+    eligible nodes by ``(cost, tie key)``, in that order, the order the
+    other paths give (keys are distinct, so the choice is the same). The
+    cost is the same expression on the same values, so the same floats.
+    """
+    smallest = np.empty(r)
+    held = 0
+    for i in range(len(release)):
+        x = release[i]
+        if held < r:
+            j = held
+            held += 1
+        elif x < smallest[r - 1]:
+            j = r - 1
+        else:
+            continue
+        while j > 0 and smallest[j - 1] > x:
+            smallest[j] = smallest[j - 1]
+            j -= 1
+        smallest[j] = x
+    kth = smallest[r - 1]
+    if kth == INF:
+        return np.empty(0, dtype=np.int64), np.nan
+    start = min_start if min_start >= kth else kth
+    cost = np.empty(r)
+    key = np.empty(r, dtype=np.int64)
+    out = np.empty(r, dtype=np.int64)
+    held = 0
+    for node in range(len(release)):
+        rel = release[node]
+        if not rel <= start:
+            continue
+        c = base_j[node] + gap_w[node] * (start - rel)
+        k = tie_key[node]
+        if held < r:
+            j = held
+            held += 1
+        elif c < cost[r - 1] or (c == cost[r - 1] and k < key[r - 1]):
+            j = r - 1
+        else:
+            continue
+        while j > 0 and (cost[j - 1] > c or (cost[j - 1] == c and key[j - 1] > k)):
+            cost[j] = cost[j - 1]
+            key[j] = key[j - 1]
+            out[j] = out[j - 1]
+            j -= 1
+        cost[j] = c
+        key[j] = k
+        out[j] = node
     return out, start
 
 

@@ -172,6 +172,46 @@ def test_select_jit_is_the_release_maps_node_choice(nodes, data):
 
 
 @needs_twins
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 10.0, 10.0, 25.0, 1e6, np.inf]),  # releases, tied
+            st.sampled_from([0.0, 0.0, 150.0]),  # pre-start energy
+            st.sampled_from([0.0, 100.0, 100.0]),  # idle power
+        ),
+        min_size=1,
+        max_size=200,
+    ),
+    st.integers(1, select.FEW_NODES),
+    st.sampled_from([0.0, 10.0, 50.0, 2e6]),
+    st.integers(0, 2**31),
+)
+def test_a_few_nodes_are_chosen_as_a_wide_choice_would_choose_them(nodes, r, min_start, seed):
+    """``_select_few`` (r <= FEW_NODES) against the tie-key-order path and numpy's choice.
+
+    Costs and releases tie often, so the tie keys (spread as a release map's)
+    decide; every path gives the same nodes in the same order and the same start.
+    """
+    rel, base_j, gap_w = (np.array(column) for column in zip(*nodes, strict=True))
+    n = len(rel)
+    tie_key = np.random.default_rng(seed).choice(4 * n, size=n, replace=False).astype(np.int64)
+    want = _release_map_of(rel, base_j, gap_w, tie_key).select(r, min_start)
+    work = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    few = select._select_few(rel, base_j, gap_w, tie_key, r, min_start) if r <= n else None
+    by_key = select._select_in(
+        rel, base_j, gap_w, tie_key, select.key_order(tie_key), r, min_start, False, work
+    )
+    if want is None:
+        assert few is None or (len(few[0]) == 0 and np.isnan(few[1]))
+        assert len(by_key[0]) == 0
+        return
+    assert few[0].tolist() == want[0].tolist() and few[1] == want[1]
+    # (Unordered, the tie-key path gives the same set.)
+    assert sorted(by_key[0].tolist()) == sorted(want[0].tolist()) and by_key[1] == want[1]
+
+
+@needs_twins
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
