@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from hpcpower.policies.icon.estimators import ArrivalEstimator, ResourcePmf, ServiceEstimator
@@ -164,6 +166,28 @@ def test_horizon_cap_is_the_next_future_timeout():
     assert horizon_cap(100.0, [50.0], 86400.0) == 86400.0
     assert horizon_cap(100.0, [5e6], 86400.0) == 86400.0
     assert horizon_cap(100.0, [150.0], 86400.0, timeout_set=False) == 86400.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.0, 1e7),
+    st.lists(
+        st.one_of(
+            st.floats(0.0, 2e7),
+            st.sampled_from([0.0, 1e-9, 1e-12, 7200.0, math.inf]),  # offsets from now below
+        ),
+        max_size=40,
+    ),
+    st.sampled_from([3600.0, 86400.0]),
+)
+def test_horizon_cap_is_the_least_delay_ahead_to_the_bit(now, values, max_horizon_s):
+    """Over an array, the cap is every ``e - now`` ahead's minimum, as a list would give it."""
+    expiries = [now + v if v < 1.0 or v == 7200.0 else v for v in values]
+    delays = [e - now for e in expiries if e > now + 1e-9]
+    want = min(max_horizon_s, min(delays)) if delays else max_horizon_s
+    for given_as in (expiries, np.array(expiries, dtype=float), iter(expiries)):
+        got = horizon_cap(now, given_as, max_horizon_s)
+        assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
 
 
 @pytest.mark.parametrize("gamma", [1e-4, 1 / 800, 0.05])

@@ -425,7 +425,7 @@ class SnfIcon(Policy):
         _, remaining = self._remaining(view, started)
         cap = horizon_cap(
             now,
-            expiry[idle_after].tolist(),
+            expiry[idle_after],
             cfg.max_decision_horizon_s,
             cfg.timeout_s is not None,
         )

@@ -27,6 +27,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 EPS = 1e-9
 
 
@@ -64,7 +66,10 @@ class NextEvent:
 
 
 def horizon_cap(
-    now: float, idle_expiries: Iterable[float], max_horizon_s: float, timeout_set: bool = True
+    now: float,
+    idle_expiries: Iterable[float] | np.ndarray,
+    max_horizon_s: float,
+    timeout_set: bool = True,
 ) -> float:
     """Time to the earliest idle-timeout expiry after ``now`` (more than 1e-9 s ahead), capped.
 
@@ -76,8 +81,17 @@ def horizon_cap(
     """
     if not timeout_set:
         return max_horizon_s
-    delays = [e - now for e in idle_expiries if e > now + EPS]
-    return min(max_horizon_s, min(delays)) if delays else max_horizon_s
+    expiries = np.asarray(
+        idle_expiries if isinstance(idle_expiries, np.ndarray) else list(idle_expiries),
+        dtype=float,
+    )
+    ahead = expiries[expiries > now + EPS]
+    if not len(ahead):
+        return max_horizon_s
+    # The earliest delay is the earliest expiry minus now: subtracting a
+    # constant never reorders floats (rounding is monotonic), so this is the
+    # minimum of every ``e - now`` to the bit, without an array of them.
+    return min(max_horizon_s, float(ahead.min()) - now)
 
 
 def next_event(
