@@ -16,26 +16,18 @@ of every planning source, and dropped whole when any of them changed.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
 
-from hpcpower.planning import (
-    common,
-    easy,
-    forward,
-    gang,
-    markov,
-    release,
-    select,
-    spareplans,
-    timelines,
-    wakes,
-)
 from hpcpower.planning._numba import _TWINS, AVAILABLE
 
 #: The modules whose twins share the cache (and whose sources the stamp covers).
-_MODULES = (common, easy, forward, gang, markov, release, select, spareplans, timelines, wakes)
+_NAMES = "common easy forward gang lognormal markov release select spareplans timelines wakes"
+_MODULES: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"hpcpower.planning.{name}") for name in _NAMES.split()
+)
 _STAMP = "hpcpower-twins.stamp"
 
 _loaded = False

@@ -47,6 +47,7 @@ def test_the_digest_covers_every_planning_source():
         "hpcpower.planning.easy",
         "hpcpower.planning.forward",
         "hpcpower.planning.gang",
+        "hpcpower.planning.lognormal",
         "hpcpower.planning.markov",
         "hpcpower.planning.release",
         "hpcpower.planning.select",

@@ -26,6 +26,7 @@ from hpcpower.planning import (
     easy,
     forward,
     gang,
+    lognormal,
     markov,
     release,
     select,
@@ -653,6 +654,57 @@ def test_move_gang_jit_moves_a_gang_as_move_gang_does(data):
     names = ("seconds", "since", "state", "job_on", "expected_end")
     for name, a, b in zip(names, slow, fast, strict=True):
         assert np.array_equal(a, b, equal_nan=True), name
+
+
+@needs_twins
+@settings(max_examples=150, deadline=None)
+@given(
+    st.floats(-3.0, 3.0),  # mu of the log ratio
+    st.sampled_from([1e-12, 1e-3, 0.25, 1.0, 2.5]),  # sigma (below the floor too)
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.floats(0.0, 1e7), st.sampled_from([1e-12, 1e-9, 3600.0])),
+            st.one_of(
+                st.floats(-10.0, 1e6),
+                st.sampled_from([0.0, 1e-10, 1e-9, 1e7, 1e12, 1e15, math.nan]),
+            ),
+        ),
+        min_size=16,
+        max_size=60,
+    ),
+)
+def test_remaining_times_compiled_are_the_python_ones(mu, sigma, jobs):
+    """``lognormal.mean_excess_all`` through ``remaining_all``: the same floats, tails included."""
+    from hpcpower.policies.icon.runtime import RuntimeModel
+
+    model = RuntimeModel(0.1, 1e-3, 86400.0)
+    model.mean_log, model.mean_log_sq = mu, mu * mu + sigma * sigma
+    requested = [r for r, _ in jobs]
+    elapsed = [e for _, e in jobs]
+    want = model.remaining_all(requested, elapsed, 700.0)
+    got = model.remaining_all(requested, elapsed, 700.0, compiled=True)
+    assert repr(got) == repr(want)
+    # (The twin itself, on the jobs with a request.)
+    m, s = model.distribution()
+    s = max(1e-9, s)
+    asked = [(r, e) for r, e in jobs if r is not None]
+    direct = lognormal.mean_excess_all(
+        np.array([r for r, _ in asked], dtype=float),
+        np.array([e for _, e in asked], dtype=float),
+        m,
+        s,
+        0.5 * s * s,
+    )
+    assert repr(direct.tolist()) == repr([model.remaining(r, e, 700.0) for r, e in asked])
+
+
+@needs_twins
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(-40.0, 60.0), st.sampled_from([7.999999999, 8.0, 8.5, 1e3, 1e150])))
+def test_normal_log_survival_compiled_is_the_runtime_modules(z):
+    from hpcpower.policies.icon import runtime
+
+    assert repr(lognormal.normal_log_survival(z)) == repr(runtime.normal_log_survival(z))
 
 
 def test_every_twin_is_compared():

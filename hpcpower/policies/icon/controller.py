@@ -372,7 +372,7 @@ class SnfIcon(Policy):
                 )
             reqs.append(req)
         remaining = self.runtime.remaining_all(
-            reqs, [e for _, _, e in jobs], self.service.ema_service_s
+            reqs, [e for _, _, e in jobs], self.service.ema_service_s, view.compiled
         )
         return jobs, remaining
 
