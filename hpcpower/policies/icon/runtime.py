@@ -34,7 +34,9 @@ import numpy as np
 from hpcpower.planning import lognormal
 
 EPS = 1e-9
-
+#: From this many running jobs, :meth:`RuntimeModel.remaining_all` predicts
+#: with the compiled twin when asked to (fewer cost less in Python than the call).
+_COMPILED_FROM = 16
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -153,14 +155,15 @@ class RuntimeModel:
                 for r, e in zip(requested_s, elapsed_s, strict=True)
             ]
         mu, sigma = dist
+        s = max(EPS, sigma)
+        half_s2 = 0.5 * s * s
         if compiled and len(requested_s) >= _COMPILED_FROM:
-            s = max(EPS, sigma)
             out = lognormal.mean_excess_all(
                 np.array([math.nan if r is None else r for r in requested_s], dtype=float),
                 np.array(elapsed_s, dtype=float),
                 mu,
                 s,
-                0.5 * s * s,
+                half_s2,
             ).tolist()
             for i, r in enumerate(requested_s):
                 if r is None:  # (no request: the service estimate, in Python)
@@ -171,8 +174,6 @@ class RuntimeModel:
         # the same order, with the per-model terms computed once and
         # ``max(c, x)`` / ``min(c, x)`` written as conditionals (the same
         # result for every x, NaN included: the constant).
-        s = max(EPS, sigma)
-        half_s2 = 0.5 * s * s
         log, exp, erfc = math.log, math.exp, math.erfc
         out = []
         for req, elapsed in zip(requested_s, elapsed_s, strict=True):
@@ -207,11 +208,6 @@ class RuntimeModel:
         dist = self.distribution()
         text = "no sample" if dist is None else f"mu {dist[0]:.3g}, sigma {dist[1]:.3g}"
         return f"<RuntimeModel {text}, {self.samples} samples>"
-
-
-#: From this many running jobs, :meth:`RuntimeModel.remaining_all` predicts
-#: with the compiled twin when asked to (fewer cost less in Python than the call).
-_COMPILED_FROM = 16
 
 
 def requested_duration(reqtime_s: float, speed: float) -> float | None:
