@@ -18,23 +18,34 @@ issue's targets for whole traces::
 Printed: passes, CPU seconds of ``run()`` under the policy (its decision
 log at the level given, ``full`` by default; the recording of its
 decisions, a few tuples a pass, is timed with it) and of the replay, and
-each per pass.
+each per pass. Unless the level is ``off``, a second replay hands the
+engine the policy's own notes as well, so that it logs them at that level,
+and ``decisions.csv`` is written from that log: the floor of a run that
+keeps its log, with no policy work. ``--numba-floor`` adds what the
+compiled twins cost a fresh process before any simulation (numba's import
+and its first call of a cached twin, in time and peak memory).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from hpcpower import Decision, Policy, load_platform, load_workload, make_policy
 from hpcpower.engine.simulation import Simulation
+from hpcpower.results.export import write_decisions_csv
 
-#: One pass's commands: (time, starts as (job, nodes), switch-offs, switch-ons, wake-up times).
-Kept = tuple[float, list, list[int], list[int], list[float]]
+#: One pass's commands: (time, starts as (job, nodes), switch-offs, switch-ons, wake-up
+#: times, the policy's note).
+Kept = tuple[float, list, list[int], list[int], list[float], dict | None]
 
 
 class Replay(Policy):
@@ -42,16 +53,20 @@ class Replay(Policy):
 
     name = "replay"
 
-    def __init__(self, kept: list[Kept]) -> None:
+    def __init__(self, kept: list[Kept], notes: bool = False) -> None:
         self._kept = kept
         self._next = 0
+        self._notes = notes
 
     def decide(self, view) -> Decision:
-        at, start, off, on, calls = self._kept[self._next]
+        at, start, off, on, calls, note = self._kept[self._next]
         if at != view.now:
             raise RuntimeError(f"pass {self._next}: recorded at t={at!r}, replayed at {view.now!r}")
         self._next += 1
-        return Decision(list(start), list(off), list(on), list(calls))
+        decision = Decision(list(start), list(off), list(on), list(calls))
+        if self._notes:
+            decision.note = note
+        return decision
 
 
 def main() -> None:
@@ -62,6 +77,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, help="only the first JOBS jobs")
     parser.add_argument("--kernels", default="auto", choices=("auto", "numba", "numpy"))
     parser.add_argument("--decisions", default="full", choices=("full", "changes", "off"))
+    parser.add_argument(
+        "--numba-floor", action="store_true", help="also measure numba's fixed cost"
+    )
     args = parser.parse_args()
 
     workload = load_workload(args.trace)
@@ -86,6 +104,7 @@ def main() -> None:
                 list(decision.switch_off),
                 list(decision.switch_on),
                 list(decision.call_at),
+                decision.note,
             )
         )
 
@@ -109,13 +128,72 @@ def main() -> None:
     if not same:
         sys.exit("engine_floor.py: the replay is not the same run")
     passes = sim.passes
+    logged = ""
+    if args.decisions != "off":
+        # The engine again, now logging the policy's own notes at the same
+        # level, then writing decisions.csv: the floor of a run that keeps
+        # its decision log, with no policy work at all.
+        with_log = Simulation(
+            platform,
+            workload,
+            Replay(kept, notes=True),
+            seed=42,
+            kernels=sim.kernels,
+            decisions=args.decisions,
+        )
+        t = time.process_time()
+        with_log.run()
+        log_s = time.process_time() - t
+        with tempfile.TemporaryDirectory() as folder:
+            t = time.process_time()
+            write_decisions_csv(
+                SimpleNamespace(decisions=with_log.decisions), Path(folder) / "decisions.csv"
+            )
+            csv_s = time.process_time() - t
+        logged = (
+            f"\nrun() of the replay with the policy's notes logged ({args.decisions}): "
+            f"{log_s:.2f} CPU s, {log_s / passes * 1e6:.1f} us a pass; writing "
+            f"decisions.csv ({len(with_log.decisions):,} rows): {csv_s:.2f} CPU s; "
+            f"together {log_s + csv_s:.2f} s"
+        )
     print(
         f"{args.trace.name}, {len(workload.jobs):,} jobs, {args.platform}, {args.policy}, "
         f"{sim.kernels} kernels: {passes:,} passes\n"
         f"run() under the policy (decision log {args.decisions}): {policy_s:.2f} CPU s, "
         f"{policy_s / passes * 1e6:.1f} us a pass\n"
         f"run() of the replay, the engine alone (no log): {floor_s:.2f} CPU s, "
-        f"{floor_s / passes * 1e6:.1f} us a pass ({floor_s / policy_s:.0%} of the run)"
+        f"{floor_s / passes * 1e6:.1f} us a pass ({floor_s / policy_s:.0%} of the run)" + logged
+    )
+    if args.numba_floor:
+        print(numba_floor())
+
+
+#: A fresh interpreter loading the twins and calling one: the fixed cost of numba.
+NUMBA_FLOOR = """
+import json, resource, time
+t0 = time.process_time()
+import numpy as np
+t1 = time.process_time()
+from hpcpower.planning import compiled
+compiled.load()
+t2 = time.process_time()
+from hpcpower.planning import markov
+markov.small_stats(np.ones(8), 2.0, False, 96)
+t3 = time.process_time()
+print(json.dumps([t1 - t0, t2 - t1, t3 - t2, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+
+
+def numba_floor() -> str:
+    """What the compiled twins cost before any work: numba's import and first call."""
+    out = subprocess.run(
+        [sys.executable, "-c", NUMBA_FLOOR], check=True, capture_output=True, text=True
+    )
+    numpy_s, import_s, first_s, peak_kb = json.loads(out.stdout)
+    return (
+        f"numba's fixed cost in a fresh process: numpy {numpy_s:.2f} s, then importing numba "
+        f"and the twins {import_s:.2f} s, then the first call of a cached twin {first_s:.2f} s; "
+        f"peak {peak_kb / 1024:.0f} MB before any simulation"
     )
 
 

@@ -170,16 +170,6 @@ class SnfIcon(Policy):
             self.reset(view.cluster)
         now = view.now
         cfg = self.settings
-        released = (
-            [
-                int(n)
-                for r in view.completed
-                for n in np.asarray(r.nodes).tolist()
-                if view.cluster.state[n] == IDLE
-            ]
-            if view.completed
-            else []
-        )
         if view.arrived or view.completed:
             self._observe(view)
         verdict = self.screen.verdict(now, view.compiled)
@@ -208,7 +198,7 @@ class SnfIcon(Policy):
             )
         else:
             note = self._note(view, verdict, gate, event)
-            decision = self._icon(view, released, gate, event, note)
+            decision = self._icon(view, gate, event, note)
         # The authors' idle timers of nodes started in this pass are dropped
         # only by a pass that applies the timeout (see IdleTimers).
         self._timers.after_pass(
@@ -271,7 +261,6 @@ class SnfIcon(Policy):
     def _icon(
         self,
         view: SystemView,
-        released: list[int],
         gate: GateState,
         event: bool,
         note: dict[str, Any],
@@ -330,7 +319,7 @@ class SnfIcon(Policy):
             else:
                 note.update(spare="skipped", spare_reason="no_recent_job_arrival")
                 if cfg.immediate_shutdown_on_stale_completion and view.completed:
-                    offs = completion_shutdown(released, taken, set(idle_after.tolist()))
+                    offs = completion_shutdown(_released(view), taken, set(idle_after.tolist()))
                     decision.switch_off.extend(offs)
                     note["completion_switch_offs"] = len(offs)
             if cfg.timeout_s is not None:
@@ -535,6 +524,21 @@ def _trigger_text(triggers: frozenset[str]) -> str:
     if text is None:
         text = _TRIGGER_TEXT[triggers] = "+".join(sorted(triggers))
     return text
+
+
+def _released(view: SystemView) -> list[int]:
+    """The nodes that the jobs finished since the previous pass left idle.
+
+    (No pass changes a node's state before its decision is applied, so this
+    reads the same at any point of the pass.)
+    """
+    state = view.cluster.state
+    return [
+        node
+        for record in view.completed
+        for node in np.asarray(record.nodes).tolist()
+        if state[node] == IDLE
+    ]
 
 
 def _transitions(
