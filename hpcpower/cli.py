@@ -214,6 +214,64 @@ def _cmd_policies(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _kernel_workout(say) -> None:
+    """Short runs of every policy on a small and a large machine, with the twins.
+
+    They call each twin that Python calls, with the argument types real
+    runs use, so that :func:`hpcpower.planning.compiled.build` builds them.
+    Markovian workloads, generated (no file needed): 400 jobs on 64 nodes
+    and on 1152, with small and wide jobs, at the paper's load and at twice
+    it (queues, so plans, backfilling and wakes), on AOBA and Taurus power.
+    """
+    from hpcpower import Simulation, make_policy
+    from hpcpower.platform import load_platform
+    from hpcpower.policies.registry import POLICIES
+    from hpcpower.workload.generate import markovian
+
+    cases = [
+        ("aoba-64", 0.35, 0.4),
+        ("aoba-64", 0.1, 0.8),
+        ("taurus-64", 0.35, 0.8),
+        ("aoba-1152", 0.02, 0.4),
+        ("aoba-1152", 0.35, 0.8),
+    ]
+    for platform_name, p_geometric, load in cases:
+        platform = load_platform(platform_name)
+        workload = markovian(
+            400,
+            nodes=platform.n_nodes,
+            p_geometric=p_geometric,
+            target_utilization=load,
+            seed=7,
+        )
+        for name in POLICIES:
+            sim = Simulation(platform, workload, make_policy(name), seed=42, kernels="numba")
+            sim.run()
+        say(f"  ran every policy on {platform_name}, {load:.0%} load")
+
+
+def _cmd_build_kernels(args: argparse.Namespace) -> int:
+    from hpcpower.planning import _numba, compiled
+
+    if not _numba.AVAILABLE:
+        raise InputError('build-kernels needs numba: pip install "hpcpower[fast]"')
+    say = (lambda text: None) if args.quiet else print
+    say("running every policy with the twins compiled just in time (to learn their types) ...")
+    try:
+        path = compiled.build(
+            lambda: _kernel_workout(say), Path(args.out) if args.out else None, say=say
+        )
+    except RuntimeError as exc:
+        raise InputError(f"build-kernels: {exc}") from None
+    except OSError as exc:
+        raise InputError(
+            f"build-kernels: cannot write {exc.filename or 'the twins'} ({exc.strerror}); "
+            "choose a folder with --out and set HPCPOWER_TWINS_DIR to it"
+        ) from None
+    say(f"every later run loads the twins from {path.parent} (no numba import)")
+    return 0
+
+
 def _cmd_platforms(_args: argparse.Namespace) -> int:
     from hpcpower.platform import PRESETS, load_platform
 
@@ -590,6 +648,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     rep.set_defaults(func=_cmd_report)
 
+    kernels = sub.add_parser(
+        "build-kernels",
+        help="build the compiled planning kernels ahead of time (needs numba and a C compiler)",
+    )
+    kernels.add_argument(
+        "--out", help="folder to build into (default: $HPCPOWER_TWINS_DIR, else the package's)"
+    )
+    kernels.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    kernels.set_defaults(func=_cmd_build_kernels)
     sub.add_parser("policies", help="list the policies").set_defaults(func=_cmd_policies)
     sub.add_parser("platforms", help="list the platform presets").set_defaults(func=_cmd_platforms)
     return parser

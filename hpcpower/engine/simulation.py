@@ -49,7 +49,6 @@ from hpcpower.engine.queue import JobQueue, QueueView, Running
 from hpcpower.engine.record import RunRecord
 from hpcpower.engine.storage import CountRows, Gangs
 from hpcpower.errors import InputError, PolicyError
-from hpcpower.planning import _numba
 from hpcpower.platform import Platform
 from hpcpower.states import SWITCHING_OFF, SWITCHING_ON, NodeState
 from hpcpower.workload.job import Job, Workload
@@ -847,32 +846,37 @@ def _check_jobs(workload: Workload) -> None:
 def choose_kernels(setting: str, policy: Policy, n_jobs: int, n_nodes: int) -> str:
     """The form of the planning algorithms a run uses: ``"numba"`` or ``"numpy"``.
 
-    ``"auto"`` picks the compiled twins when numba is installed and the
-    numpy path is expected to take at least :data:`AUTO_KERNELS_S` seconds:
-    ``policy.planning_cost_s`` per job, scaled by ``(n_nodes / 64) ** 0.6``
-    (measured on the paper's 64- and 1152-node cases). Loading the twins
-    costs about half a second, and compiling them the first time about
-    half a minute, which small runs should never wait for. Once this
-    process has loaded them (an earlier run used them), every run does:
-    they then cost nothing more to load, and the results are the same.
+    ``"auto"`` picks the compiled twins when they were built ahead of time
+    (``hpcpower build-kernels``: they then load at no cost), or when numba
+    is installed and the numpy path is expected to take at least
+    :data:`AUTO_KERNELS_S` seconds: ``policy.planning_cost_s`` per job,
+    scaled by ``(n_nodes / 64) ** 0.6`` (measured on the paper's 64- and
+    1152-node cases). Compiling them just in time costs about half a second
+    a process, and half a minute the first time, which small runs should
+    never wait for. Once this process has loaded them (an earlier run used
+    them), every run does: they then cost nothing more to load, and the
+    results are the same.
 
     Raises:
-        InputError: An unknown setting, or ``"numba"`` without numba installed.
+        InputError: An unknown setting, or ``"numba"`` without numba installed
+            or the twins built.
     """
     if setting not in ("auto", "numba", "numpy"):
         raise InputError(f"kernels must be 'auto', 'numba' or 'numpy', got {setting!r}")
+    if setting == "numpy":
+        return "numpy"
+    from hpcpower.planning import compiled
+
     if setting == "numba":
-        if not _numba.AVAILABLE:
+        if not compiled.available():
             raise InputError(
                 "kernels = 'numba' needs numba: pip install \"hpcpower[fast]\" "
                 "(or use kernels = 'numpy', which gives the same results)"
             )
         return "numba"
-    if setting == "numpy" or not _numba.AVAILABLE:
+    if not compiled.available():
         return "numpy"
-    from hpcpower.planning import compiled
-
-    if compiled.loaded():
+    if compiled.loaded() or compiled.built():
         return "numba"
     cost_s = getattr(policy, "planning_cost_s", 0.0)  # (a policy need not subclass Policy)
     expected_s = cost_s * n_jobs * (n_nodes / 64) ** 0.6

@@ -11,6 +11,10 @@ module (``release.release_map``).
 numba checks a cached twin against its own file only, not against the
 twins it calls from other files; the cache is therefore kept with a stamp
 of every planning source, and dropped whole when any of them changed.
+
+Where the twins were built ahead of time from the same sources
+(:mod:`hpcpower.planning.aot`, ``hpcpower build-kernels``), :func:`load`
+binds those instead, without importing numba.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from hpcpower.planning._numba import _TWINS, AVAILABLE
+from hpcpower.planning import _numba, aot
+from hpcpower.planning._numba import _TWINS
 
 #: The modules whose twins share the cache (and whose sources the stamp covers).
 _NAMES = "common easy forward gang lognormal markov release select spareplans timelines wakes"
@@ -31,6 +38,11 @@ _MODULES: tuple[ModuleType, ...] = tuple(
 _STAMP = "hpcpower-twins.stamp"
 
 _loaded = False
+#: How the loaded twins were compiled: "ahead of time", "just in time" or None (not loaded).
+_form: str | None = None
+# Each twin's just-in-time dispatcher, by the id of its Python function.
+_dispatchers: dict[int, Any] = {}
+_digest: str | None = None
 
 
 def loaded() -> bool:
@@ -38,15 +50,42 @@ def loaded() -> bool:
     return _loaded
 
 
+def form() -> str | None:
+    """How the loaded twins were compiled: ``"ahead of time"``, ``"just in time"`` or ``None``."""
+    return _form
+
+
+def available() -> bool:
+    """Whether this process can have the twins: numba installed, or twins built ahead of time."""
+    return _numba.AVAILABLE or aot.available(sources_digest())
+
+
+def built() -> bool:
+    """Whether twins built ahead of time from these sources are there (loading costs nothing)."""
+    return _form == "ahead of time" or aot.available(sources_digest())
+
+
 def load() -> None:
-    """Import numba and put every twin's dispatcher in place of its Python function.
+    """Put every twin's compiled form in place of its Python function.
+
+    Twins built ahead of time from these sources (:mod:`.aot`) are bound
+    without importing numba; otherwise numba compiles them just in time
+    (from its cache after the first time).
 
     Raises:
-        ImportError: numba is not installed.
+        ImportError: Nothing was built ahead of time and numba is not installed.
     """
-    global _loaded
+    global _loaded, _form
     if _loaded:
         return
+    if aot.bind(sources_digest(), _TWINS):
+        _loaded, _form = True, "ahead of time"
+        return
+    _load_just_in_time()
+
+
+def _load_just_in_time() -> None:
+    global _loaded, _form
     import numba
 
     folder = _cache_folder()
@@ -59,7 +98,32 @@ def load() -> None:
         for attr, value in list(vars(module).items()):
             if callable(value) and id(value) in compiled:
                 setattr(module, attr, compiled[id(value)])
-    _loaded = True
+    _dispatchers.update(compiled)
+    _loaded, _form = True, "just in time"
+
+
+def build(
+    workout: Callable[[], None],
+    where: Path | None = None,
+    *,
+    say: Callable[[str], None] = lambda text: None,
+) -> Path:
+    """Build the twins ahead of time for the types ``workout`` calls them with (see :mod:`.aot`).
+
+    Compiles them just in time first (numba's cache makes that quick after
+    the first time), so it must run in a process whose twins were not
+    bound ahead of time. Returns the built module's path.
+
+    Raises:
+        ImportError: numba is not installed.
+        RuntimeError: The twins were bound ahead of time in this process, or
+            building failed (the message says why).
+    """
+    if _form == "ahead of time":
+        raise RuntimeError("the twins were bound ahead of time in this process: build in another")
+    if not _loaded:
+        _load_just_in_time()
+    return aot.build(workout, _TWINS, _dispatchers, sources_digest(), where, say=say)
 
 
 def cached() -> bool:
@@ -71,7 +135,7 @@ def cached() -> bool:
     screen's for a user of FCFS only) compiles then, in a second or two;
     that is no reason to announce the half-minute compile again.
     """
-    if not AVAILABLE:
+    if not _numba.AVAILABLE or built():
         return True
     try:
         import numba  # noqa: F401  (the cache locator needs numba's config)
@@ -91,11 +155,14 @@ def cached() -> bool:
 
 
 def sources_digest() -> str:
-    """A digest of every planning source the twins are compiled from."""
-    digest = hashlib.sha256()
-    for module in _MODULES:
-        digest.update(_source(module).read_bytes())
-    return digest.hexdigest()
+    """A digest of every planning source the twins are compiled from (read once a process)."""
+    global _digest
+    if _digest is None:
+        digest = hashlib.sha256()
+        for module in _MODULES:
+            digest.update(_source(module).read_bytes())
+        _digest = digest.hexdigest()
+    return _digest
 
 
 def _source(module: ModuleType) -> Path:
