@@ -162,9 +162,10 @@ def _condition(kind: list, x: str, names: dict[str, Any]) -> str:
     if tag == "array":
         dtype_name = f"_d{len(names)}"
         names[dtype_name] = np.dtype(kind[1])
+        # (numpy's built-in dtypes are single objects: `is` is the quick test.)
         return (
-            f"(type({x}) is _nd and {x}.dtype == {dtype_name} and {x}.ndim == {kind[2]} "
-            f"and {x}.flags.c_contiguous)"
+            f"(type({x}) is _nd and ({x}.dtype is {dtype_name} or {x}.dtype == {dtype_name}) "
+            f"and {x}.ndim == {kind[2]} and {x}.flags.c_contiguous)"
         )
     if tag == "tuple":
         parts = [f"type({x}) is tuple", f"len({x}) == {len(kind[1])}"]
@@ -260,6 +261,9 @@ def build(
         cc = CC(stem)
         cc.output_dir = scratch
         cc.verbose = False
+        # For this machine's processor, as numba's own compiler does (the
+        # module is built where it runs, like numba's cache).
+        cc.target_cpu = "host"
         for twin in twins:
             dispatcher = dispatchers.get(id(twin))
             if dispatcher is None or not dispatcher.signatures:
