@@ -239,7 +239,8 @@ def build(
     writable arrays of one type share one: the flag changes nothing in
     built code that does not write them). The module and its manifest are
     written to a temporary folder and moved into place, manifest last, so
-    a process never binds a half-written pair.
+    a process never binds a half-written pair; builds from other sources
+    in that folder are removed.
 
     Returns the module's path.
 
@@ -298,5 +299,9 @@ def build(
         staged = target / f".{manifest.name}.{os.getpid()}"
         staged.write_text(json.dumps({"digest": digest, "functions": functions}, indent=1))
         os.replace(staged, manifest)
+        # Builds from other sources can never be bound again: let them go.
+        for old in target.glob(f"hpcpower_twins_*{_SUFFIX}*"):
+            if old.name not in (module.name, manifest.name):
+                old.unlink(missing_ok=True)
     say(f"built {module} in {time.perf_counter() - started:.1f} s")
     return module

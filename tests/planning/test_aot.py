@@ -63,6 +63,10 @@ def built(tmp_path_factory) -> Path:
     """A folder holding twins built ahead of time for the workout of :data:`CASES`."""
     pytest.importorskip("numba")
     folder = tmp_path_factory.mktemp("twins")
+    stale = [folder / f"hpcpower_twins_{'0' * 20}{aot._SUFFIX}", folder / "notes.txt"]
+    stale.append(stale[0].with_name(stale[0].name + ".json"))
+    for path in stale:
+        path.write_text("")
     code = RUNS.format(cases=CASES) + textwrap.dedent(
         """
         from pathlib import Path
@@ -79,6 +83,8 @@ def built(tmp_path_factory) -> Path:
         timeout=900,
     )
     assert done.returncode == 0, done.stderr
+    # A build from other sources goes; anything else stays.
+    assert [path.exists() for path in stale] == [False, True, False]
     return folder
 
 
