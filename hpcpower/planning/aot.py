@@ -250,8 +250,11 @@ def build(
     """
     try:
         from numba.pycc import CC
-    except ImportError as exc:  # pragma: no cover - a numba without pycc
-        raise RuntimeError(f"this numba has no ahead-of-time compiler ({exc})") from None
+    except ImportError as exc:  # pragma: no cover - a numba without pycc, or no setuptools
+        raise RuntimeError(
+            f"numba's ahead-of-time compiler does not import ({exc}); it needs setuptools: "
+            'pip install "hpcpower[fast]"'
+        ) from None
     started = time.perf_counter()
     workout()
     say(f"workout done in {time.perf_counter() - started:.1f} s")
