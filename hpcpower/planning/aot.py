@@ -289,6 +289,10 @@ def build(
             warnings.simplefilter("ignore")  # (numba marks pycc as deprecated)
             try:
                 cc.compile()
+            except ImportError as exc:
+                raise RuntimeError(
+                    f'building the twins needs setuptools ({exc}): pip install "hpcpower[fast]"'
+                ) from None
             except Exception as exc:
                 raise RuntimeError(
                     f"building the twins failed ({type(exc).__name__}: {exc}); it needs a C "
