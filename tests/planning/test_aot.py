@@ -146,6 +146,23 @@ def test_twins_built_from_other_sources_are_not_bound(built, monkeypatch):
     assert "hpcpower.planning.forward.forward_plan" in manifest["functions"]
 
 
+@needs_numba
+def test_a_manifest_naming_functions_the_module_lacks_binds_nothing(built, tmp_path, monkeypatch):
+    here = compiled.sources_digest()
+    module, manifest = aot.paths(here, built)
+    copy_module, copy_manifest = aot.paths(here, tmp_path)
+    copy_module.write_bytes(module.read_bytes())
+    listed = json.loads(manifest.read_text())
+    listed["functions"]["hpcpower.planning.markov.small_stats"][0][0] = "not_built__0"
+    copy_manifest.write_text(json.dumps(listed))
+    monkeypatch.setenv("HPCPOWER_TWINS_DIR", str(tmp_path))
+    from hpcpower.planning import markov
+
+    before = markov.small_stats
+    assert aot.bind(here, _numba._TWINS) is False
+    assert markov.small_stats is before
+
+
 def test_the_guards_compare_dtypes_dimensions_layout_scalars_and_tuples():
     check = aot._guard(
         [
