@@ -130,7 +130,9 @@ def test_a_call_with_other_types_runs_the_python_twin(built):
     )
     floats, ints, python, fallbacks = json.loads(_python(code, built))
     assert floats == python == ints
-    assert fallbacks == {"hpcpower.planning.markov.small_stats": 1}
+    # (The Python twin's own calls of helpers built too fall back as well.)
+    assert fallbacks["hpcpower.planning.markov.small_stats"] == 1
+    assert all(name.startswith("hpcpower.planning.markov.") for name in fallbacks)
 
 
 @needs_numba
