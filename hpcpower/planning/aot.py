@@ -4,8 +4,8 @@ Compiled just in time (:func:`hpcpower.planning.compiled.load`), the twins
 cost every process numba's import and the start of its compiler, about
 0.6 s and 130 MB, before they run at all. Built ahead of time, with
 numba's ahead-of-time compiler (``numba.pycc``), they are one extension
-module that loads in under a millisecond and needs neither numba nor its
-compiler at run time. :func:`build` makes that module; a process whose
+module that binds in a few milliseconds (its guards made included) and
+needs neither numba nor its compiler at run time. :func:`build` makes that module; a process whose
 twins load (:func:`~hpcpower.planning.compiled.load`) takes it when one
 was built from the same planning sources, and compiles just in time
 otherwise.
@@ -19,8 +19,10 @@ type: each function is bound behind a guard that compares its arguments'
 types (array dtype, dimensions and contiguity, scalar kinds, tuple
 shapes) with the built ones, and calls the Python twin instead on any
 difference (counted in :data:`fallbacks`). Twins the workout did not call
-from Python stay Python functions (twins called only from other twins are
-compiled into their callers). Either way the results are the same floats.
+stay Python functions; helpers called only from other twins are compiled
+into their callers (with numba's cache cold, the workout records their
+types too, and they are built and bound as well). Either way the results
+are the same floats.
 
 The module and its manifest (the exported functions and their argument
 types, as JSON) are named after a digest of every planning source, so an
