@@ -26,7 +26,8 @@ are the same floats.
 
 The module and its manifest (the exported functions and their argument
 types, as JSON) are named after a digest of every planning source, so an
-edited source never binds code built from the old one. They live in
+edited source never binds code built from the old one; the manifest names
+the numpy it was built against, and another numpy does not bind it either. They live in
 :func:`folder`: ``$HPCPOWER_TWINS_DIR``, else the planning package's
 ``__pycache__``.
 """
@@ -95,6 +96,8 @@ def bind(digest: str, twins: list[Callable]) -> bool:
     replacement: dict[int, Callable] = {}
     try:
         manifest = json.loads(manifest_path.read_text())
+        if manifest.get("numpy") != np.__version__:
+            return False  # (built against another numpy's headers: build again)
         spec = importlib.util.spec_from_file_location(_stem(digest), module_path)
         if spec is None or spec.loader is None:
             return False
@@ -307,7 +310,8 @@ def build(
         shutil.copyfile(Path(scratch) / module.name, staged)
         os.replace(staged, module)
         staged = target / f".{manifest.name}.{os.getpid()}"
-        staged.write_text(json.dumps({"digest": digest, "functions": functions}, indent=1))
+        listed = {"digest": digest, "numpy": np.__version__, "functions": functions}
+        staged.write_text(json.dumps(listed, indent=1))
         os.replace(staged, manifest)
         # Builds from other sources can never be bound again: let them go.
         for old in target.glob(f"hpcpower_twins_*{_SUFFIX}*"):

@@ -165,6 +165,21 @@ def test_a_manifest_naming_functions_the_module_lacks_binds_nothing(built, tmp_p
     assert markov.small_stats is before
 
 
+@needs_numba
+def test_twins_built_against_another_numpy_are_not_bound(built, tmp_path, monkeypatch):
+    here = compiled.sources_digest()
+    module, manifest = aot.paths(here, built)
+    copy_module, copy_manifest = aot.paths(here, tmp_path)
+    copy_module.write_bytes(module.read_bytes())
+    listed = json.loads(manifest.read_text())
+    assert listed["numpy"] == np.__version__
+    listed["numpy"] = "1.0.0"
+    copy_manifest.write_text(json.dumps(listed))
+    monkeypatch.setenv("HPCPOWER_TWINS_DIR", str(tmp_path))
+    assert aot.available(here)
+    assert aot.bind(here, _numba._TWINS) is False
+
+
 def test_the_guards_compare_dtypes_dimensions_layout_scalars_and_tuples():
     check = aot._guard(
         [
