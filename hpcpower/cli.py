@@ -78,7 +78,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not compiled.cached():
             print(
                 "a long run: compiling the planning kernels first "
-                "(once after an install, about half a minute) ...",
+                "(once after an install, about half a minute; `hpcpower build-kernels` "
+                "builds them once for every later run to load without numba) ...",
                 file=sys.stderr,
             )
     t0 = time.perf_counter()

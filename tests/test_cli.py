@@ -18,6 +18,7 @@ import pytest
 from conftest import DATA
 
 from hpcpower.cli import main
+from hpcpower.planning import _numba
 from hpcpower.results.export import JOBS_COLUMNS, MACHINE_COLUMNS
 from hpcpower.workload import trace_info
 
@@ -749,3 +750,23 @@ def test_a_scenario_names_a_trained_agent_relative_to_its_folder(tmp_path, capsy
     assert code == 0, err
     summary = read_summary(tmp_path / "o")
     assert summary["jobs_completed"] == summary["jobs_submitted"]
+
+
+@pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
+def test_a_first_compile_is_announced_with_the_way_to_build_once(
+    tiny_scenario, tmp_path, capsys, monkeypatch
+):
+    from hpcpower.planning import compiled
+
+    monkeypatch.setattr(compiled, "cached", lambda: False)
+    code, _, err = cli(
+        capsys, "run", tiny_scenario, "--out", tmp_path / "o", "--set", "simulation.kernels=numba"
+    )
+    assert code == 0, err
+    assert "a long run: compiling the planning kernels first" in err
+    assert "`hpcpower build-kernels` builds them once" in err
+    monkeypatch.setattr(compiled, "cached", lambda: True)
+    code, _, err = cli(
+        capsys, "run", tiny_scenario, "--out", tmp_path / "p", "--set", "simulation.kernels=numba"
+    )
+    assert code == 0 and "compiling" not in err
