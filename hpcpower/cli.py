@@ -260,7 +260,10 @@ def _cmd_build_kernels(args: argparse.Namespace) -> int:
     say("running every policy with the twins compiled just in time (to learn their types) ...")
     try:
         path = compiled.build(
-            lambda: _kernel_workout(say), Path(args.out) if args.out else None, say=say
+            lambda: _kernel_workout(say),
+            Path(args.out) if args.out else None,
+            portable=args.portable,
+            say=say,
         )
     except RuntimeError as exc:
         raise InputError(f"build-kernels: {exc}") from None
@@ -269,7 +272,8 @@ def _cmd_build_kernels(args: argparse.Namespace) -> int:
             f"build-kernels: cannot write {exc.filename or 'the twins'} ({exc.strerror}); "
             "choose a folder with --out and set HPCPOWER_TWINS_DIR to it"
         ) from None
-    say(f"every later run loads the twins from {path.parent} (no numba import)")
+    made_for = "any processor of this architecture" if args.portable else "this processor"
+    say(f"every later run on {made_for} loads the twins from {path.parent} (no numba import)")
     return 0
 
 
@@ -655,6 +659,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kernels.add_argument(
         "--out", help="folder to build into (default: $HPCPOWER_TWINS_DIR, else the package's)"
+    )
+    kernels.add_argument(
+        "--portable",
+        action="store_true",
+        help="build for any processor of this architecture, not only this one (for an install "
+        "shared by machines with different processors; slower where loops over many nodes "
+        "dominate)",
     )
     kernels.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     kernels.set_defaults(func=_cmd_build_kernels)

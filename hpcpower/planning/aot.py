@@ -30,13 +30,24 @@ edited source never binds code built from the old one; the manifest names
 the numpy it was built against, and another numpy does not bind it either. They live in
 :func:`folder`: ``$HPCPOWER_TWINS_DIR``, else the planning package's
 ``__pycache__``.
+
+By default the module is built for the building machine's processor (its
+model and instruction-set extensions, as numba's own compiler does), and
+the manifest records :func:`host_key`; a process on another processor does
+not bind it (it compiles just in time, or runs the numpy forms), so an
+install shared by the nodes of a mixed cluster never runs instructions a
+node lacks. ``portable=True`` builds for any processor of the
+architecture instead, bound everywhere, at some cost in speed where loops
+over many nodes gain from wider vector instructions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import sys
 import sysconfig
@@ -75,10 +86,55 @@ def paths(digest: str, where: Path | None = None) -> tuple[Path, Path]:
     return module, module.with_name(module.name + ".json")
 
 
+#: Where the processor describes itself (Linux).
+CPUINFO = "/proc/cpuinfo"
+_host_key: list[str | None] = []
+
+
+def host_key() -> str | None:
+    """This processor's identity: a digest of its architecture, model and instruction-set flags.
+
+    Read from the first processor of :data:`CPUINFO` (once a process);
+    ``None`` where there is none (then builds are portable).
+    """
+    if not _host_key:
+        model = flags = None
+        try:
+            with open(CPUINFO, encoding="utf-8", errors="replace") as info:
+                for line in info:
+                    if not line.strip():
+                        break  # (the first processor's block is enough)
+                    field, _, value = line.partition(":")
+                    field = field.strip()
+                    if field == "model name":
+                        model = value.strip()
+                    elif field in ("flags", "Features"):  # (x86, Arm)
+                        flags = " ".join(sorted(value.split()))
+        except OSError:
+            pass
+        key = None
+        if flags is not None:
+            text = f"{platform.machine()}|{model}|{flags}"
+            key = hashlib.sha256(text.encode()).hexdigest()[:16]
+        _host_key.append(key)
+    return _host_key[0]
+
+
+def _fits(manifest: dict) -> bool:
+    """Whether this process can bind a build of this manifest (its numpy, a processor it fits)."""
+    cpu = manifest.get("cpu")
+    return manifest.get("numpy") == np.__version__ and (cpu is None or cpu == host_key())
+
+
 def available(digest: str) -> bool:
-    """Whether twins built from sources of ``digest`` are in :func:`folder`."""
+    """Whether twins built from sources of ``digest`` that bind here are in :func:`folder`."""
     module, manifest = paths(digest)
-    return module.is_file() and manifest.is_file()
+    if not module.is_file():
+        return False
+    try:
+        return _fits(json.loads(manifest.read_text()))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def bind(digest: str, twins: list[Callable]) -> bool:
@@ -86,8 +142,8 @@ def bind(digest: str, twins: list[Callable]) -> bool:
 
     Each twin in ``twins`` that was built replaces its Python function under
     every name a planning module holds it by. Returns False (binding
-    nothing) when no module built from ``digest`` is there or it does not
-    load.
+    nothing) when no module built from ``digest`` is there, it was built
+    against another numpy or for another processor, or it does not load.
     """
     module_path, manifest_path = paths(digest)
     if not (module_path.is_file() and manifest_path.is_file()):
@@ -96,8 +152,10 @@ def bind(digest: str, twins: list[Callable]) -> bool:
     replacement: dict[int, Callable] = {}
     try:
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("numpy") != np.__version__:
-            return False  # (built against another numpy's headers: build again)
+        if not _fits(manifest):
+            # (Built against another numpy's headers, or for another
+            # processor whose instructions this one may lack: build again.)
+            return False
         spec = importlib.util.spec_from_file_location(_stem(digest), module_path)
         if spec is None or spec.loader is None:
             return False
@@ -234,6 +292,7 @@ def build(
     digest: str,
     where: Path | None = None,
     *,
+    portable: bool = False,
     say: Callable[[str], None] = lambda text: None,
 ) -> Path:
     """Compile every twin that ``workout`` calls from Python, ahead of time, into :func:`folder`.
@@ -246,7 +305,8 @@ def build(
     built code that does not write them). The module and its manifest are
     written to a temporary folder and moved into place, manifest last, so
     a process never binds a half-written pair; builds from other sources
-    in that folder are removed.
+    in that folder are removed. ``portable`` builds for any processor of
+    the architecture, not only this one's (see the module's notes).
 
     Returns the module's path.
 
@@ -271,9 +331,10 @@ def build(
         cc = CC(stem)
         cc.output_dir = scratch
         cc.verbose = False
-        # (For any processor of the architecture, numba's default: a build
-        # for this one would crash on an older node of a cluster sharing
-        # the install, and gained under 5 % here.)
+        cpu = None if portable else host_key()
+        if cpu is not None:
+            # (numba.pycc's default is any processor of the architecture.)
+            cc.target_cpu = "host"
         for twin in twins:
             dispatcher = dispatchers.get(id(twin))
             if dispatcher is None or not dispatcher.signatures:
@@ -310,7 +371,7 @@ def build(
         shutil.copyfile(Path(scratch) / module.name, staged)
         os.replace(staged, module)
         staged = target / f".{manifest.name}.{os.getpid()}"
-        listed = {"digest": digest, "numpy": np.__version__, "functions": functions}
+        listed = {"digest": digest, "numpy": np.__version__, "cpu": cpu, "functions": functions}
         staged.write_text(json.dumps(listed, indent=1))
         os.replace(staged, manifest)
         # Builds from other sources can never be bound again: let them go.

@@ -106,13 +106,15 @@ def build(
     workout: Callable[[], None],
     where: Path | None = None,
     *,
+    portable: bool = False,
     say: Callable[[str], None] = lambda text: None,
 ) -> Path:
     """Build the twins ahead of time for the types ``workout`` calls them with (see :mod:`.aot`).
 
     Compiles them just in time first (numba's cache makes that quick after
     the first time), so it must run in a process whose twins were not
-    bound ahead of time. Returns the built module's path.
+    bound ahead of time. The build is for this processor, or for any of
+    its architecture if ``portable``. Returns the built module's path.
 
     Raises:
         ImportError: numba is not installed.
@@ -123,7 +125,9 @@ def build(
         raise RuntimeError("the twins were bound ahead of time in this process: build in another")
     if not _loaded:
         _load_just_in_time()
-    return aot.build(workout, _TWINS, _dispatchers, sources_digest(), where, say=say)
+    return aot.build(
+        workout, _TWINS, _dispatchers, sources_digest(), where, portable=portable, say=say
+    )
 
 
 def cached() -> bool:

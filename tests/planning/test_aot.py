@@ -145,6 +145,7 @@ def test_twins_built_from_other_sources_are_not_bound(built, monkeypatch):
     # The manifest names the sources it was built from, and what each twin was built for.
     manifest = json.loads(aot.paths(here)[1].read_text())
     assert manifest["digest"] == here
+    assert manifest["cpu"] == aot.host_key()  # (built for this processor)
     assert "hpcpower.planning.forward.forward_plan" in manifest["functions"]
 
 
@@ -176,8 +177,70 @@ def test_twins_built_against_another_numpy_are_not_bound(built, tmp_path, monkey
     listed["numpy"] = "1.0.0"
     copy_manifest.write_text(json.dumps(listed))
     monkeypatch.setenv("HPCPOWER_TWINS_DIR", str(tmp_path))
-    assert aot.available(here)
+    assert not aot.available(here)
     assert aot.bind(here, _numba._TWINS) is False
+
+
+@needs_numba
+def test_twins_built_for_another_processor_are_not_bound_and_portable_ones_are(built, tmp_path):
+    here = compiled.sources_digest()
+    module, manifest = aot.paths(here, built)
+    copy_module, copy_manifest = aot.paths(here, tmp_path)
+    copy_module.write_bytes(module.read_bytes())
+    listed = json.loads(manifest.read_text())
+    code = textwrap.dedent(
+        """
+        import json
+        from hpcpower.planning import aot, compiled
+        here = compiled.sources_digest()
+        print(json.dumps([aot.available(here), aot.bind(here, compiled._TWINS)]))
+        """
+    )
+    listed["cpu"] = "0" * 16
+    copy_manifest.write_text(json.dumps(listed))
+    assert json.loads(_python(code, tmp_path)) == [False, False]
+    # A portable build names no processor and binds on any. (This one was
+    # built for this processor, which runs it; the manifest is what is read.)
+    listed["cpu"] = None
+    copy_manifest.write_text(json.dumps(listed))
+    assert json.loads(_python(code, tmp_path)) == [True, True]
+
+
+def test_the_host_key_reads_the_processor_model_and_flags(tmp_path, monkeypatch):
+    def key(text: str | None) -> str | None:
+        path = tmp_path / "cpuinfo"
+        path.unlink(missing_ok=True)
+        if text is not None:
+            path.write_text(text)
+        monkeypatch.setattr(aot, "CPUINFO", str(path))
+        monkeypatch.setattr(aot, "_host_key", [])
+        return aot.host_key()
+
+    first = "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: sse2 avx2 fma\n\n"
+    second = "processor\t: 1\nmodel name\t: Other CPU\nflags\t\t: sse2\n"
+    base = key(first + second)
+    assert base is not None and len(base) == 16
+    assert key(first) == base  # (the first processor only)
+    assert key(first.replace("sse2 avx2 fma", "fma sse2 avx2")) == base
+    assert key(first.replace(" avx2", "")) != base
+    assert key(first.replace("Some", "Another")) != base
+    assert key("processor\t: 0\nFeatures\t: fp asimd\n") is not None  # (Arm)
+    assert key("processor\t: 0\n") is None
+    assert key(None) is None
+
+
+def test_build_kernels_passes_portable_on(monkeypatch, tmp_path):
+    asked: list[bool] = []
+
+    def fake_build(workout, where, *, portable, say):
+        asked.append(portable)
+        return tmp_path / "twins.so"
+
+    monkeypatch.setattr(_numba, "AVAILABLE", True)
+    monkeypatch.setattr(compiled, "build", fake_build)
+    assert main(["build-kernels", "-q"]) == 0
+    assert main(["build-kernels", "-q", "--portable"]) == 0
+    assert asked == [False, True]
 
 
 def test_the_guards_compare_dtypes_dimensions_layout_scalars_and_tuples():
