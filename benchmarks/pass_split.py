@@ -115,10 +115,23 @@ def main() -> None:
         rows.append((label, depth, totals))
 
     census: collections.Counter = collections.Counter()
+    plans = next((totals for label, _, totals in rows if label == "forward plan (kernel)"), None)
+    seen = [0]  # forward plans made before this pass
+    asked: set[float] = set()  # wake-up times asked for and still ahead (as the engine keeps)
 
-    def count(_t, decision) -> None:
+    def count(now, decision) -> None:
+        triggers = "+".join(sorted(sim.last_triggers))
         acted = bool(decision.start or decision.switch_on or decision.switch_off)
-        census["+".join(sorted(sim.last_triggers)), acted] += 1
+        census[triggers, acted] += 1
+        later = {float(t) for t in decision.call_at if t > now}
+        fresh = not later <= asked
+        asked.difference_update([t for t in asked if t <= now])
+        asked.update(later)
+        if plans is not None and plans[1] > seen[0]:
+            seen[0] = plans[1]
+            census[triggers, "planned"] += 1
+            if not (acted or fresh):
+                census[triggers, "nothing new"] += 1
 
     sim.on("decision", count)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -144,13 +157,25 @@ def main() -> None:
         name = "&nbsp;&nbsp;" * 2 * depth + label
         per_call = seconds / calls * 1e6 if calls else 0.0
         print(f"| {name} | {seconds:.2f} | {calls:,} | {per_call:.1f} | {seconds / wall:.1%} |")
-    print("\n| triggers | passes | of which acted | share of passes |")
-    print("|---|---:|---:|---:|")
+    planned = "| forward plans | of which gave nothing new " if plans is not None else ""
+    print(f"\n| triggers | passes | of which acted | share of passes {planned}|")
+    print("|---|---:|---:|---:" + ("|---:|---:" if plans is not None else "") + "|")
     triggers = collections.Counter()
-    for (names, _), k in census.items():
-        triggers[names] += k
+    for (names, kind), k in census.items():
+        if kind in (True, False):
+            triggers[names] += k
     for names, k in triggers.most_common():
-        print(f"| {names} | {k:,} | {census[names, True]:,} | {k / passes:.1%} |")
+        row = f"| {names} | {k:,} | {census[names, True]:,} | {k / passes:.1%} |"
+        if plans is not None:
+            row += f" {census[names, 'planned']:,} | {census[names, 'nothing new']:,} |"
+        print(row)
+    if plans is not None:
+        made = sum(k for (_, kind), k in census.items() if kind == "planned")
+        idle = sum(k for (_, kind), k in census.items() if kind == "nothing new")
+        print(
+            f"\n{made:,} passes made a forward plan; {idle:,} ({idle / max(made, 1):.1%}) "
+            "of them decided nothing new"
+        )
 
 
 if __name__ == "__main__":
