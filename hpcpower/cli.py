@@ -82,6 +82,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "builds them once for every later run to load without numba) ...",
                 file=sys.stderr,
             )
+        if why := compiled.misfit():
+            print(
+                f"hpcpower: note: the kernels built ahead of time in {compiled.twins_folder()} "
+                f"are for {why}, so this run compiles them instead: run `hpcpower "
+                "build-kernels` here (or `hpcpower build-kernels --portable` for an install "
+                "shared by machines with different processors)",
+                file=sys.stderr,
+            )
     t0 = time.perf_counter()
     results = sim.run(progress=progress)
     elapsed = time.perf_counter() - t0

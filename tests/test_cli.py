@@ -770,3 +770,41 @@ def test_a_first_compile_is_announced_with_the_way_to_build_once(
         capsys, "run", tiny_scenario, "--out", tmp_path / "p", "--set", "simulation.kernels=numba"
     )
     assert code == 0 and "compiling" not in err
+
+
+@pytest.mark.skipif(not _numba.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize(
+    ("built_for", "said"),
+    [({"cpu": "0" * 16}, "another processor"), ({"numpy": "1.0.0"}, "numpy 1.0.0")],
+)
+def test_a_build_for_another_processor_or_numpy_is_named_and_the_run_compiles(
+    tiny_scenario, tmp_path, capsys, monkeypatch, built_for, said
+):
+    import numpy as np
+
+    from hpcpower.planning import aot, compiled
+
+    twins = tmp_path / "twins"
+    twins.mkdir()
+    monkeypatch.setenv("HPCPOWER_TWINS_DIR", str(twins))
+    module, manifest = aot.paths(compiled.sources_digest())
+    module.write_bytes(b"")
+    listed = {"digest": compiled.sources_digest(), "numpy": np.__version__, "cpu": None}
+    manifest.write_text(json.dumps({**listed, **built_for, "functions": {}}))
+    assert not aot.available(compiled.sources_digest())
+    code, _, err = cli(
+        capsys, "run", tiny_scenario, "--out", tmp_path / "o", "--set", "simulation.kernels=numba"
+    )
+    assert code == 0, err
+    assert (
+        f"hpcpower: note: the kernels built ahead of time in {twins} are for {said}, so this "
+        "run compiles them instead: run `hpcpower build-kernels` here"
+    ) in err
+    # A build that fits (or none) says nothing.
+    manifest.write_text(json.dumps({**listed, "functions": {}}))
+    assert compiled.misfit() is None
+    module.unlink()
+    code, _, err = cli(
+        capsys, "run", tiny_scenario, "--out", tmp_path / "p", "--set", "simulation.kernels=numba"
+    )
+    assert code == 0 and "note:" not in err

@@ -126,6 +126,26 @@ def _fits(manifest: dict) -> bool:
     return manifest.get("numpy") == np.__version__ and (cpu is None or cpu == host_key())
 
 
+def misfit(digest: str) -> str | None:
+    """What twins built from sources of ``digest`` in :func:`folder` were for, if not for here.
+
+    ``None`` when there are none or they fit; else what they were built
+    for, as a phrase (``"another processor"``, ``"numpy 1.26.4"``).
+    """
+    module, manifest = paths(digest)
+    if not module.is_file():
+        return None
+    try:
+        listed = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(listed, dict) or _fits(listed):
+        return None
+    if listed.get("numpy") != np.__version__:
+        return f"numpy {listed.get('numpy')}"
+    return "another processor"
+
+
 def available(digest: str) -> bool:
     """Whether twins built from sources of ``digest`` that bind here are in :func:`folder`."""
     module, manifest = paths(digest)

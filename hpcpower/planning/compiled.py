@@ -65,6 +65,19 @@ def built() -> bool:
     return _form == "ahead of time" or aot.available(sources_digest())
 
 
+def misfit() -> str | None:
+    """What twins built ahead of time from these sources were built for, if not for this process.
+
+    ``None`` when none were built or they bind here (see :func:`.aot.misfit`).
+    """
+    return aot.misfit(sources_digest())
+
+
+def twins_folder() -> Path:
+    """The folder where twins built ahead of time are looked for (:func:`.aot.folder`)."""
+    return aot.folder()
+
+
 def load() -> None:
     """Put every twin's compiled form in place of its Python function.
 
