@@ -114,7 +114,9 @@ def main() -> None:
         setattr(owner, attribute, _timed(getattr(owner, attribute), totals))
         rows.append((label, depth, totals))
 
-    census: collections.Counter = collections.Counter()
+    census: collections.Counter = collections.Counter()  # (triggers, acted) -> passes
+    planned: collections.Counter = collections.Counter()  # triggers -> passes that planned
+    idle: collections.Counter = collections.Counter()  # of those, passes with nothing new
     plans = next((totals for label, _, totals in rows if label == "forward plan (kernel)"), None)
     seen = [0]  # forward plans made before this pass
     asked: set[float] = set()  # wake-up times asked for and still ahead (as the engine keeps)
@@ -129,9 +131,9 @@ def main() -> None:
         asked.update(later)
         if plans is not None and plans[1] > seen[0]:
             seen[0] = plans[1]
-            census[triggers, "planned"] += 1
+            planned[triggers] += 1
             if not (acted or fresh):
-                census[triggers, "nothing new"] += 1
+                idle[triggers] += 1
 
     sim.on("decision", count)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -157,23 +159,21 @@ def main() -> None:
         name = "&nbsp;&nbsp;" * 2 * depth + label
         per_call = seconds / calls * 1e6 if calls else 0.0
         print(f"| {name} | {seconds:.2f} | {calls:,} | {per_call:.1f} | {seconds / wall:.1%} |")
-    planned = "| forward plans | of which gave nothing new " if plans is not None else ""
-    print(f"\n| triggers | passes | of which acted | share of passes {planned}|")
+    extra = "| forward plans | of which gave nothing new " if plans is not None else ""
+    print(f"\n| triggers | passes | of which acted | share of passes {extra}|")
     print("|---|---:|---:|---:" + ("|---:|---:" if plans is not None else "") + "|")
     triggers = collections.Counter()
-    for (names, kind), k in census.items():
-        if kind in (True, False):
-            triggers[names] += k
+    for (names, _), k in census.items():
+        triggers[names] += k
     for names, k in triggers.most_common():
         row = f"| {names} | {k:,} | {census[names, True]:,} | {k / passes:.1%} |"
         if plans is not None:
-            row += f" {census[names, 'planned']:,} | {census[names, 'nothing new']:,} |"
+            row += f" {planned[names]:,} | {idle[names]:,} |"
         print(row)
     if plans is not None:
-        made = sum(k for (_, kind), k in census.items() if kind == "planned")
-        idle = sum(k for (_, kind), k in census.items() if kind == "nothing new")
+        made, same = planned.total(), idle.total()
         print(
-            f"\n{made:,} passes made a forward plan; {idle:,} ({idle / max(made, 1):.1%}) "
+            f"\n{made:,} passes made a forward plan; {same:,} ({same / max(made, 1):.1%}) "
             "of them decided nothing new"
         )
 

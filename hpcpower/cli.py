@@ -73,7 +73,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"hpcpower: warning: {line}", file=sys.stderr)
     progress = sys.stderr.isatty() and not args.quiet
     if not args.quiet and sim.kernels == "numba":
-        from hpcpower.planning import compiled
+        from hpcpower.planning import aot, compiled
 
         if not compiled.cached():
             print(
@@ -84,7 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         if why := compiled.misfit():
             print(
-                f"hpcpower: note: the kernels built ahead of time in {compiled.twins_folder()} "
+                f"hpcpower: note: the kernels built ahead of time in {aot.folder()} "
                 f"are for {why}, so this run compiles them instead: run `hpcpower "
                 "build-kernels` here (or `hpcpower build-kernels --portable` for an install "
                 "shared by machines with different processors)",

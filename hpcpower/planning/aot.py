@@ -43,6 +43,7 @@ over many nodes gain from wider vector instructions.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -88,36 +89,33 @@ def paths(digest: str, where: Path | None = None) -> tuple[Path, Path]:
 
 #: Where the processor describes itself (Linux).
 CPUINFO = "/proc/cpuinfo"
-_host_key: list[str | None] = []
 
 
+@functools.cache
 def host_key() -> str | None:
     """This processor's identity: a digest of its architecture, model and instruction-set flags.
 
     Read from the first processor of :data:`CPUINFO` (once a process);
     ``None`` where there is none (then builds are portable).
     """
-    if not _host_key:
-        model = flags = None
-        try:
-            with open(CPUINFO, encoding="utf-8", errors="replace") as info:
-                for line in info:
-                    if not line.strip():
-                        break  # (the first processor's block is enough)
-                    field, _, value = line.partition(":")
-                    field = field.strip()
-                    if field == "model name":
-                        model = value.strip()
-                    elif field in ("flags", "Features"):  # (x86, Arm)
-                        flags = " ".join(sorted(value.split()))
-        except OSError:
-            pass
-        key = None
-        if flags is not None:
-            text = f"{platform.machine()}|{model}|{flags}"
-            key = hashlib.sha256(text.encode()).hexdigest()[:16]
-        _host_key.append(key)
-    return _host_key[0]
+    model = flags = None
+    try:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if not line.strip():
+                    break  # (the first processor's block is enough)
+                field, _, value = line.partition(":")
+                field = field.strip()
+                if field == "model name":
+                    model = value.strip()
+                elif field in ("flags", "Features"):  # (x86, Arm)
+                    flags = " ".join(sorted(value.split()))
+    except OSError:
+        return None
+    if flags is None:
+        return None
+    text = f"{platform.machine()}|{model}|{flags}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _fits(manifest: dict) -> bool:
@@ -126,12 +124,8 @@ def _fits(manifest: dict) -> bool:
     return manifest.get("numpy") == np.__version__ and (cpu is None or cpu == host_key())
 
 
-def misfit(digest: str) -> str | None:
-    """What twins built from sources of ``digest`` in :func:`folder` were for, if not for here.
-
-    ``None`` when there are none or they fit; else what they were built
-    for, as a phrase (``"another processor"``, ``"numpy 1.26.4"``).
-    """
+def _manifest(digest: str) -> dict | None:
+    """The manifest of the twins built from sources of ``digest``, if they and it are readable."""
     module, manifest = paths(digest)
     if not module.is_file():
         return None
@@ -139,7 +133,17 @@ def misfit(digest: str) -> str | None:
         listed = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(listed, dict) or _fits(listed):
+    return listed if isinstance(listed, dict) else None
+
+
+def misfit(digest: str) -> str | None:
+    """What twins built from sources of ``digest`` in :func:`folder` were for, if not for here.
+
+    ``None`` when there are none or they fit; else what they were built
+    for, as a phrase (``"another processor"``, ``"numpy 1.26.4"``).
+    """
+    listed = _manifest(digest)
+    if listed is None or _fits(listed):
         return None
     if listed.get("numpy") != np.__version__:
         return f"numpy {listed.get('numpy')}"
@@ -148,13 +152,8 @@ def misfit(digest: str) -> str | None:
 
 def available(digest: str) -> bool:
     """Whether twins built from sources of ``digest`` that bind here are in :func:`folder`."""
-    module, manifest = paths(digest)
-    if not module.is_file():
-        return False
-    try:
-        return _fits(json.loads(manifest.read_text()))
-    except (OSError, ValueError, AttributeError):
-        return False
+    listed = _manifest(digest)
+    return listed is not None and _fits(listed)
 
 
 def bind(digest: str, twins: list[Callable]) -> bool:
@@ -165,17 +164,15 @@ def bind(digest: str, twins: list[Callable]) -> bool:
     nothing) when no module built from ``digest`` is there, it was built
     against another numpy or for another processor, or it does not load.
     """
-    module_path, manifest_path = paths(digest)
-    if not (module_path.is_file() and manifest_path.is_file()):
+    manifest = _manifest(digest)
+    if manifest is None or not _fits(manifest):
+        # (None there, or built against another numpy's headers, or for
+        # another processor whose instructions this one may lack.)
         return False
+    module_path = paths(digest)[0]
     by_name = {f"{f.__module__}.{f.__qualname__}": f for f in twins}
     replacement: dict[int, Callable] = {}
     try:
-        manifest = json.loads(manifest_path.read_text())
-        if not _fits(manifest):
-            # (Built against another numpy's headers, or for another
-            # processor whose instructions this one may lack: build again.)
-            return False
         spec = importlib.util.spec_from_file_location(_stem(digest), module_path)
         if spec is None or spec.loader is None:
             return False

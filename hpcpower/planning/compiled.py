@@ -73,11 +73,6 @@ def misfit() -> str | None:
     return aot.misfit(sources_digest())
 
 
-def twins_folder() -> Path:
-    """The folder where twins built ahead of time are looked for (:func:`.aot.folder`)."""
-    return aot.folder()
-
-
 def load() -> None:
     """Put every twin's compiled form in place of its Python function.
 

@@ -206,14 +206,16 @@ def test_twins_built_for_another_processor_are_not_bound_and_portable_ones_are(b
     assert json.loads(_python(code, tmp_path)) == [True, True]
 
 
-def test_the_host_key_reads_the_processor_model_and_flags(tmp_path, monkeypatch):
+def test_the_host_key_reads_the_processor_model_and_flags(tmp_path, monkeypatch, request):
+    request.addfinalizer(aot.host_key.cache_clear)  # (this processor's key again afterwards)
+
     def key(text: str | None) -> str | None:
         path = tmp_path / "cpuinfo"
         path.unlink(missing_ok=True)
         if text is not None:
             path.write_text(text)
         monkeypatch.setattr(aot, "CPUINFO", str(path))
-        monkeypatch.setattr(aot, "_host_key", [])
+        aot.host_key.cache_clear()
         return aot.host_key()
 
     first = "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: sse2 avx2 fma\n\n"
