@@ -389,7 +389,11 @@ class CountRows(_Table):
     def replace_last(self, time_s: float, counts: list[int]) -> None:
         """Replace the last row (the list is kept: do not change it)."""
         if self._last is None:
-            raise IndexError("no row to replace")
+            if not self._times:
+                raise IndexError("no row to replace")
+            # A read moved the last row into the arrays: take it back out.
+            self._times.pop()
+            del self._counts[-self._width :]
         self._last = (time_s, counts)
 
     def _settle(self) -> None:
@@ -425,10 +429,11 @@ class CountRows(_Table):
 
     def copy(self) -> CountRows:
         """An independent copy (rows added later do not reach it)."""
-        self._settle()
+        # The last row stays where it is here (a run may still replace it).
         twin = CountRows(self._width)
         twin._times.extend(self._times)
         twin._counts = array(self._counts.typecode, self._counts)
+        twin._last = self._last
         return twin
 
     def __len__(self) -> int:

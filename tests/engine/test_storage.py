@@ -184,6 +184,19 @@ def test_count_rows_read_back_as_tuples_of_python_numbers():
     assert repr(twin) == repr(expected)
 
 
+def test_count_rows_replace_their_last_row_after_a_read_or_a_copy():
+    rows = CountRows(2)
+    rows.append(0.0, [1, 1])
+    rows.append(1.0, [0, 2])
+    assert rows[-1] == (1.0, 0, 2)  # (a read moves the last row into the arrays)
+    rows.replace_last(1.0, [2, 0])
+    twin = rows.copy()
+    rows.replace_last(1.0, [1, 1])
+    assert rows == [(0.0, 1, 1), (1.0, 1, 1)] and twin == [(0.0, 1, 1), (1.0, 2, 0)]
+    with pytest.raises(IndexError, match="no row to replace"):
+        CountRows(2).replace_last(0.0, [0, 0])
+
+
 def _old_state_rows(sim: Simulation) -> list[tuple]:
     """The state rows as the engine kept them before (a list of tuples), from listeners."""
     rows: list[tuple] = []
@@ -249,6 +262,27 @@ def test_a_record_taken_mid_run_keeps_what_it_saw():
     assert len(mid.state_counts) < len(sim.results().state_counts)
     assert mid.state_counts[-1][0] <= 12 and not math.isnan(mid.state_counts[-1][0])
     assert mid.state_counts[-1][1 + NodeState.COMPUTING] >= 1
+
+
+def test_a_run_read_between_its_steps_goes_on_as_if_never_read():
+    # Reading the results or explaining a node mid-run copies the state rows
+    # while later passes at the same instant may still replace the last one.
+    def make() -> Simulation:
+        workload = load_workload("scenarios/data/DAS2-fs1-0-3000.json.gz")
+        workload.jobs[:] = workload.jobs[:50]
+        return Simulation(
+            load_platform("aoba-64"), workload, make_policy("snf-ipm"), seed=42, explain=True
+        )
+
+    whole = make().run()
+    sim = make()
+    while not sim.finished:
+        sim.step()
+        sim.results()
+        sim.explain(node=3)
+    read = sim.results()
+    assert read.state_counts == whole.state_counts
+    assert read.summary == whole.summary
 
 
 #: Peak memory a run may add per job (bytes): the job, its gang, its share of
