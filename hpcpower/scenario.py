@@ -432,6 +432,8 @@ def _segment(workload, first: int, segment: tuple[int, int] | None):
     """Keep the first ``first`` jobs or jobs ``i..j`` (1-based, inclusive), renumbered."""
     from dataclasses import replace
 
+    from hpcpower.workload.formats import recount_notes
+
     jobs = workload.jobs
     n = len(jobs)
     if segment is not None:
@@ -447,8 +449,11 @@ def _segment(workload, first: int, segment: tuple[int, int] | None):
             raise InputError(
                 f"setting workload.first: {first} is more than the {len(jobs)} jobs available"
             )
+        if first < len(jobs):
+            workload.notes.append(f"kept jobs 1..{first} of {len(jobs)}")
         jobs = jobs[:first]
     if jobs is not workload.jobs:
+        workload.notes = recount_notes(workload, jobs)
         shift = jobs[0].submit_s if segment is not None and jobs else 0.0
         workload.jobs = [replace(j, id=i, submit_s=j.submit_s - shift) for i, j in enumerate(jobs)]
     return workload

@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from hpcpower.errors import InputError
 from hpcpower.workload._io import ceil_div, check_procs_per_node, make_jobs, read_source
-from hpcpower.workload.job import Workload
+from hpcpower.workload.job import Job, Workload
 
 __all__ = ["read_batsim_json", "read_spars_json"]
 
@@ -211,20 +212,6 @@ def _build(
             f"nodes = ceil(res / {ppn}); {rounded} jobs rounded up; "
             f"max_nodes = ceil({nb_res} / {ppn}) = {max_nodes}"
         )
-    big = sum(1 for r in nodes if r > max_nodes)
-    if big:
-        notes.append(f"{big} jobs request more than max_nodes = {max_nodes} nodes")
-    zero = sum(1 for r in cols["runtime"] if r == 0)
-    if zero:
-        notes.append(f"{zero} jobs with runtime 0 (they start and end at one instant)")
-    over = sum(1 for rt, rq in zip(cols["runtime"], cols["reqtime"], strict=True) if rt > rq)
-    if over:
-        notes.append(f"{over} jobs run longer than their requested time")
-        if batsim:
-            notes.append(
-                "Batsim itself kills a job at its walltime: set simulation.kill_at_walltime "
-                "= true to do the same (hpcpower lets jobs run their whole runtime by default)"
-            )
     jobs = make_jobs(
         [names[k] for k in order],
         [float(cols["subtime"][k]) for k in order],
@@ -234,7 +221,44 @@ def _build(
         [users[k] for k in order],
         [profiles[k] for k in order],
     )
+    notes.extend(job_notes(jobs, max_nodes, batsim))
     return Workload(jobs=jobs, source=where, max_nodes=max_nodes, notes=notes)
+
+
+#: What a Batsim user is told when jobs run past their walltime.
+KILL_HINT = (
+    "Batsim itself kills a job at its walltime: set simulation.kill_at_walltime "
+    "= true to do the same (hpcpower lets jobs run their whole runtime by default)"
+)
+
+
+def job_notes(jobs: Sequence[Job], max_nodes: int, batsim: bool = False) -> list[str]:
+    """The notes of a JSON workload that count its jobs (too wide, runtime 0, past walltime)."""
+    notes = []
+    big = sum(1 for job in jobs if job.res > max_nodes)
+    if big:
+        notes.append(f"{big} jobs request more than max_nodes = {max_nodes} nodes")
+    zero = sum(1 for job in jobs if job.runtime_s == 0)
+    if zero:
+        notes.append(f"{zero} jobs with runtime 0 (they start and end at one instant)")
+    over = sum(1 for job in jobs if job.runtime_s > job.reqtime_s)
+    if over:
+        notes.append(f"{over} jobs run longer than their requested time")
+        if batsim:
+            notes.append(KILL_HINT)
+    return notes
+
+
+def recount_notes(workload: Workload, jobs: Sequence[Job]) -> list[str]:
+    """``workload.notes`` with the notes that count its jobs counted over ``jobs`` instead.
+
+    For a JSON workload cut to some of its jobs, so that its notes speak of
+    the jobs that run (the SWF reader cuts before it counts).
+    """
+    batsim = KILL_HINT in workload.notes
+    counted = job_notes(workload.jobs, workload.max_nodes or 0, batsim)
+    kept = [note for note in workload.notes if note not in counted]
+    return kept + job_notes(jobs, workload.max_nodes or 0, batsim)
 
 
 class _Fields:

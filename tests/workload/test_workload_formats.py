@@ -327,3 +327,27 @@ def test_json_jobs_i_to_j_are_in_submit_order_and_shifted_to_arrive_from_0(tmp_p
     w = _json_scenario(tmp_path, 'jobs = "2..3"')
     assert [(j.id, j.name, j.submit_s) for j in w.jobs] == [(0, "13", 0.0), (1, "11", 100.0)]
     assert "kept jobs 2..3 of 4" in w.notes
+
+
+ZERO = "jobs with runtime 0 (they start and end at one instant)"
+OVER = "jobs run longer than their requested time"
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ("", [f"4 {ZERO}", f"1 {OVER}"]),
+        ('jobs = "2..3"', ["kept jobs 2..3 of 5", f"1 {ZERO}", f"1 {OVER}"]),
+        ("first = 1", ["kept jobs 1..1 of 5", f"1 {ZERO}"]),
+    ],
+)
+def test_json_notes_count_the_jobs_that_run(tmp_path, selection, expected):
+    # (runtimes in submit order: 0, 500 past its 100 s, 0, 0, 0)
+    jobs = [
+        {"job_id": n, "subtime": n, "res": 1, "reqtime": 100, "runtime": 500 if n == 2 else 0}
+        for n in (1, 2, 3, 4, 5)
+    ]
+    (tmp_path / "w.json").write_text(json.dumps({"nb_res": 4, "jobs": jobs}))
+    (tmp_path / "s.toml").write_text(f'[workload]\npath = "w.json"\n{selection}\n')
+    args, _ = simulation_args(resolve(tmp_path / "s.toml"))
+    assert args[1].notes == ["res counts processors (nb_res = 4)", *expected]
