@@ -61,8 +61,9 @@ pd.DataFrame(
 #
 # And the energy is *not* lower. An off-on cycle costs 30 s × 150 W (switch
 # off) + 60 s × 150 W (switch on) = 13 500 J, as much as 135 s of idling at
-# 100 W. When the gap before the next job is shorter than that, switching off
-# costs more than staying idle.
+# 100 W. A sleeping node still draws 10 W, so switching off pays only for a
+# gap G longer than 140 s (100·G = 13 500 + 10·(G − 90)); before a shorter
+# gap it costs more than staying idle.
 
 # %%
 waits = {t: r.to_pandas("jobs")["wait_s"] for t, r in runs.items()}

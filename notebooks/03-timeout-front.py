@@ -68,7 +68,7 @@ fig.tight_layout()
 # **Look for:** along the front, each step buys a shorter wait with more
 # energy, and the price grows: from 2 to 10 minutes costs 0.9 kWh for 10 s
 # of wait, from 4 hours to never 10 kWh for 1 s. The timeouts below the
-# 135 s break-even (0, 30, 60 s) are dominated by 120 s: they wait longer
+# 140 s break-even (0, 30, 60 s) are dominated by 120 s: they wait longer
 # *and* waste more. Which point is best depends on what a second of wait is
 # worth to you in joules; SNF-ICON makes that price explicit (its `alpha`
 # and `beta`, notebook 4).
