@@ -277,7 +277,10 @@ class Cluster:
             # a policy's later writes nor a view of a larger array reach it.
             gang = nodes.copy()
         else:
-            gang = np.fromiter(nodes, dtype=np.intp)
+            # (Not fromiter with an integer dtype: it would cut 0.9 to node 0.)
+            gang = np.array(list(nodes))
+            if gang.dtype.kind in "iu":
+                gang = gang.astype(np.intp, copy=False)
         if gang.dtype.kind not in "iu":
             raise IllegalTransition(f"job {job_id}: node ids must be integers, got {gang!r}")
         listed = gang.tolist()

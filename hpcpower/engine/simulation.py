@@ -275,6 +275,11 @@ class Simulation:
         self._passes_here = 0
         self._instant_limit = 1000 + 4 * platform.n_nodes
         self._idle_passes = 0
+        # Passes without a start while jobs wait, nothing runs and nothing is
+        # left to arrive: the waiting jobs' nodes need a few transitions each
+        # at most, so far more passes are a policy going round in circles.
+        self._fruitless = 0
+        self._fruitless_limit = IDLE_PASS_LIMIT + 4 * platform.n_nodes
         self._calls: list[float] = []
         self._call_set: set[float] = set()
         self._first = True
@@ -435,6 +440,11 @@ class Simulation:
         if explain:
             waiting = tuple(j.id for j in self.queue.fcfs())
         decision = self.policy.decide(view)
+        if not isinstance(decision, Decision):
+            raise PolicyError(
+                f"{self.policy.name}: decide() returned {type(decision).__name__} at "
+                f"t={now:g} s; return a Decision (an empty Decision() to do nothing)"
+            )
         decision.time_s = now
         self.passes += 1
         self.last_decision = decision
@@ -442,6 +452,11 @@ class Simulation:
             # Starts are bounded by the jobs: only passes without one count
             # toward the stuck-instant bound.
             self._passes_here = 0
+            self._fruitless = 0
+        elif not self.running and self._next_job >= len(self.workload.jobs):
+            self._fruitless += 1
+            if self._fruitless > self._fruitless_limit:
+                raise PolicyError(self._stuck_waiting(now, self._fruitless))
         if decision.start or decision.switch_off or decision.switch_on:
             self._idle_passes = 0
             self._apply(decision)
@@ -499,21 +514,29 @@ class Simulation:
             )
         return head + "does nothing"
 
-    def _stuck_waiting(self, now: float) -> str:
-        """Why the run stopped: a policy that only asks to be called back while jobs wait."""
+    def _stuck_waiting(self, now: float, passes: int = IDLE_PASS_LIMIT) -> str:
+        """Why the run stopped: a policy that starts nothing while jobs wait and nothing else can.
+
+        ``passes`` the passes counted; more than :data:`IDLE_PASS_LIMIT` when
+        the policy kept switching nodes rather than only asking to be called back.
+        """
         head = self.queue.fcfs()[0]
         cluster = self.cluster
         counts = ", ".join(
             f"{count} {label}" for label, count in cluster.counts_by_state().items() if count
         )
         asleep = np.flatnonzero(cluster.state != NodeState.IDLE)[:8].tolist()
+        if passes > IDLE_PASS_LIMIT:
+            does, fix = "keeps switching nodes but starts no job", "Start it once they are idle"
+        else:
+            does, fix = "only asks to be called back", "Wake the sleeping nodes it needs, or start it"
         return (
-            f"{self.policy.name}: {IDLE_PASS_LIMIT} passes up to t={now:g} s with nothing "
+            f"{self.policy.name}: {passes} passes up to t={now:g} s with nothing "
             f"running, no job left to arrive and {len(self.queue)} waiting, and the policy "
-            f"only asks to be called back: no job can ever start. Job {head.name} needs "
+            f"{does}: no job can ever start. Job {head.name} needs "
             f"{head.res} node{'' if head.res == 1 else 's'}; the nodes are {counts}"
             + (f" (not idle: {asleep})" if asleep else "")
-            + ". Wake the sleeping nodes it needs, or start it"
+            + f". {fix}"
         )
 
     def _apply(self, decision: Decision) -> None:
@@ -524,7 +547,14 @@ class Simulation:
         queue = self.queue
         waiting = queue.waiting
         unit_speed = cluster.unit_speed
-        for job, nodes in decision.start:
+        for entry in decision.start:
+            try:
+                job, nodes = entry
+            except (TypeError, ValueError):
+                raise PolicyError(
+                    f"{self.policy.name}: Decision.start holds {entry!r} at t={now:g} s; "
+                    "give (job, nodes) pairs (for a Planned p: (p.job, p.nodes))"
+                ) from None
             job_id = job.id
             if job_id not in waiting:
                 raise PolicyError(
@@ -835,10 +865,19 @@ def _check_jobs(workload: Workload) -> None:
                 f"{workload.source}: job {job.name!r} (id {job.id}) is submitted at "
                 f"{job.submit_s:g} s, before the job listed ahead of it; sort jobs by submit time"
             )
-        if job.res < 1 or not job.runtime_s >= 0 or not job.reqtime_s >= 0:
+        if not (
+            isinstance(job.res, int | np.integer)
+            and not isinstance(job.res, bool)
+            and job.res >= 1
+            and 0 <= job.submit_s < math.inf
+            and 0 <= job.runtime_s < math.inf
+            and job.reqtime_s >= 0
+        ):
             raise InputError(
-                f"{workload.source}: job {job.name!r} (id {job.id}) needs res >= 1 and "
-                "non-negative runtime and requested time"
+                f"{workload.source}: job {job.name!r} (id {job.id}) needs a whole number "
+                "res >= 1, a finite submit time and runtime >= 0 and a requested time >= 0 "
+                f"(has res={job.res!r}, submit_s={job.submit_s!r}, runtime_s={job.runtime_s!r}, "
+                f"reqtime_s={job.reqtime_s!r})"
             )
         previous = job.submit_s
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 from conftest import Scripted, job, tiny_platform
 
-from hpcpower import Simulation, make_policy
+from hpcpower import Decision, Planned, Policy, Simulation, make_policy
 from hpcpower.errors import IllegalTransition, InputError, PolicyError
 
 
@@ -163,6 +166,21 @@ def test_a_bad_gang_is_refused_and_leaves_the_cluster_as_it_was(gang, message):
     assert cluster.counts == [0, 0, 2, 2, 0]
 
 
+@pytest.mark.parametrize("gang", [[0.9, 1.9], [0.0, 1.0], [True, False], (n / 1 for n in (0, 1))])
+def test_node_ids_that_are_not_whole_numbers_are_refused_not_cut(gang):
+    """A policy's float ids are a bug to name, not nodes to guess (0.9 is not node 0)."""
+    import numpy as np
+    import simpy
+
+    from hpcpower.engine.cluster import Cluster
+
+    cluster = Cluster(simpy.Environment(), tiny_platform(4), np.random.default_rng(0))
+    with pytest.raises(IllegalTransition, match=r"job 0: node ids must be integers"):
+        cluster.allocate(0, gang)
+    assert cluster.idle == {0, 1, 2, 3}
+    assert cluster.allocate(1, {2, 0}).tolist() == [0, 2]  # (a set of ints is fine)
+
+
 def test_a_gang_given_as_a_view_is_kept_as_its_own_copy():
     """The run keeps every job's gang to the end; a view would keep the policy's whole array.
 
@@ -198,3 +216,50 @@ def test_an_empty_workload_is_an_error_not_a_nan_summary():
 def test_a_seed_must_be_a_whole_number(seed):
     with pytest.raises(InputError, match=r"seed must be a whole number >= 0"):
         Simulation(tiny_platform(2), [job(0, 0, 1, 5)], make_policy("snf-ipm"), seed=seed)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("submit_s", math.nan),
+        ("submit_s", -5.0),
+        ("submit_s", math.inf),
+        ("runtime_s", math.inf),
+        ("runtime_s", -1.0),
+        ("reqtime_s", math.nan),
+        ("res", 2.0),
+        ("res", 0),
+        ("res", True),
+    ],
+)
+def test_a_job_with_an_impossible_field_is_refused_naming_it(field, value):
+    bad = replace(job(0, 0, 1, 10), **{field: value})
+    with pytest.raises(InputError, match=rf"job '1' \(id 0\) needs .*{field}={value!r}"):
+        Simulation(tiny_platform(2), [bad], make_policy("snf-ipm"))
+
+
+class _Returns(Policy):
+    name = "returns"
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def decide(self, view):
+        return self.value(view)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (lambda view: None, r"returns: decide\(\) returned NoneType at t=0 s; return a Decision"),
+        (lambda view: 42, r"returns: decide\(\) returned int at t=0 s"),
+        (
+            lambda view: Decision(start=[Planned(view.queue.fcfs()[0], 0.0, [0])]),
+            r"returns: Decision.start holds Planned\(.*\) at t=0 s; give \(job, nodes\) pairs",
+        ),
+    ],
+)
+def test_what_decide_returns_is_checked_with_an_error_naming_the_policy(value, message):
+    sim = Simulation(tiny_platform(2), [job(0, 0, 1, 10)], _Returns(value))
+    with pytest.raises(PolicyError, match=message):
+        sim.run()

@@ -156,3 +156,27 @@ def test_many_jobs_that_take_no_time_at_one_instant_are_not_a_stuck_run():
         """
     )
     assert out.split() == ["1200"] * 3
+
+
+def test_a_policy_that_keeps_switching_nodes_while_a_job_waits_is_stopped():
+    """Nodes switched off as they come up: time moves on, commands come, nothing starts."""
+    out, seconds = run_until_stopped(
+        """
+        class Restless(Policy):
+            name = "restless"
+
+            def decide(self, view):
+                cluster = view.cluster
+                return Decision(switch_off=sorted(cluster.idle), switch_on=sorted(cluster.sleeping))
+
+        jobs = [job(0, 0, 2, 10)]
+        try:
+            Simulation(tiny_platform(2), jobs, Restless(), initial_state="sleeping").run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert seconds < 30
+    assert out.startswith("restless: 100009 passes up to t=")
+    assert "no job left to arrive and 1 waiting, and the policy keeps switching nodes but " in out
+    assert out.endswith("Start it once they are idle")
