@@ -526,10 +526,11 @@ class Simulation:
             f"{count} {label}" for label, count in cluster.counts_by_state().items() if count
         )
         asleep = np.flatnonzero(cluster.state != NodeState.IDLE)[:8].tolist()
-        if passes > IDLE_PASS_LIMIT:
-            does, fix = "keeps switching nodes but starts no job", "Start it once they are idle"
-        else:
-            does, fix = "only asks to be called back", "Wake the sleeping nodes it needs, or start it"
+        does, fix = (
+            ("keeps switching nodes but starts no job", "Start it once they are idle")
+            if passes > IDLE_PASS_LIMIT
+            else ("only asks to be called back", "Wake the sleeping nodes it needs, or start it")
+        )
         return (
             f"{self.policy.name}: {passes} passes up to t={now:g} s with nothing "
             f"running, no job left to arrive and {len(self.queue)} waiting, and the policy "
