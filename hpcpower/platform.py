@@ -176,6 +176,8 @@ def load_platform(name_or_path: str | Path) -> Platform:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
     return parse_spars_platform(data, name=path.stem, where=str(path))
 
 

@@ -121,6 +121,8 @@ def _coerce(value: Any, default: Any, key: str) -> Any:
             return float(value)
         except (TypeError, ValueError):
             raise InputError(f"setting {key}: expected a number, got {value!r}") from None
+    if isinstance(value, (list, dict, bool)):  # (a number may name a file or a run)
+        raise InputError(f"setting {key}: expected text, got {value!r}")
     return str(value) if value is not None else value
 
 
@@ -401,6 +403,10 @@ def simulation_args(config: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
             workload = load_workload(wl["path"], **options)
             workload = _segment(workload, wl["first"], segment)
     elif wl["generator"] in GENERATORS:
+        if wl["seed"] < 0:  # (numpy's own error would not name the setting)
+            raise InputError(
+                f"setting workload.seed: expected a whole number >= 0, got {wl['seed']}"
+            )
         workload = markovian(
             wl["n_jobs"],
             nodes=wl["nodes"],

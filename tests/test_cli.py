@@ -253,6 +253,12 @@ def test_negative_runtime_names_file_line_and_field(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_json_nested_too_deeply_is_one_line(tmp_path, capsys):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    code, stdout, err = cli(capsys, "run", scenario(tmp_path, "deep.json"), "--out", tmp_path / "o")
+    assert_clean_error(code, stdout, err, "deep.json: invalid JSON: nested too deeply")
+
+
 def test_negative_runtime_in_paper_json_names_the_field(tmp_path, capsys):
     common = {"res": 1, "reqtime": 10, "profile": "p", "user_id": 1}
     jobs = [
@@ -542,6 +548,11 @@ def test_python_dash_m_hpcpower_is_the_command():
     [
         (["workload.first=-3"], ["workload.first", "expected 0 (all) or more", "-3"]),
         (["workload.first=2", "workload.jobs=1..5"], ["workload.first and workload.jobs"]),
+        (['workload.path=["a"]'], ["setting workload.path: expected text, got ['a']"]),
+        (
+            ["workload.generator=markovian", "workload.path=", "workload.seed=-1"],
+            ["setting workload.seed: expected a whole number >= 0, got -1"],
+        ),
     ],
 )
 def test_bad_workload_selection_is_one_line(tiny_scenario, tmp_path, capsys, sets, needles):

@@ -90,6 +90,8 @@ def load_json(data: bytes, where: str) -> Any:
         raise InputError(f"{where}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{where}: not a JSON text file: {exc}") from exc
+    except RecursionError:
+        raise InputError(f"{where}: invalid JSON: nested too deeply") from None
 
 
 def parse_spars(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:

@@ -129,11 +129,15 @@ def markovian(
     if isinstance(seed, np.random.Generator):
         rng = seed
         seed_text = "a caller's Generator"
-    elif seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
+    elif seed is None or (
+        isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0
+    ):
         rng = np.random.default_rng(seed)
         seed_text = repr(None if seed is None else int(seed))
     else:
-        raise InputError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+        raise InputError(
+            f"seed must be a whole number >= 0, a numpy Generator or None, got {seed!r}"
+        )
 
     if res_pmf is None:
         _check_p(p_geometric)
