@@ -190,8 +190,6 @@ def _load_module(source: str, spec: str):
 
 def _call_user_code(run: Callable[[], Any], spec: str) -> Any:
     """Run a user's code; an exception in it becomes one line naming its file and line."""
-    import traceback
-
     from hpcpower.errors import HpcpowerError
 
     try:
@@ -199,9 +197,30 @@ def _call_user_code(run: Callable[[], Any], spec: str) -> Any:
     except (HpcpowerError, ModuleNotFoundError):
         raise
     except Exception as exc:
-        frames = traceback.extract_tb(exc.__traceback__)
-        # The innermost frame outside hpcpower itself: where the user's code failed.
-        package = str(Path(__file__).resolve().parents[1])
-        outside = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)]
-        where = f"{outside[-1].filename}:{outside[-1].lineno}" if outside else spec
-        raise InputError(f"policy {spec!r}: {where}: {type(exc).__name__}: {exc}") from exc
+        raise user_code_error(exc, spec) from exc
+
+
+def user_code_error(exc: Exception, spec: str, when: str = "") -> InputError:
+    """One line for an exception raised in the code of policy ``spec``: its file, line and error.
+
+    ``when`` is added after the error (``" at t=30 s"``).
+    """
+    import traceback
+
+    if isinstance(exc, SyntaxError) and exc.filename:
+        # (Raised by the compiler, not in a frame of the file itself.)
+        return InputError(
+            f"policy {spec!r}: {exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}{when}"
+        )
+    frames = traceback.extract_tb(exc.__traceback__)
+    # The innermost frame outside hpcpower and Python's import machinery:
+    # where the user's code failed.
+    package = str(Path(__file__).resolve().parents[1])
+    outside = [
+        f
+        for f in frames
+        if not f.filename.startswith("<")
+        and not str(Path(f.filename).resolve()).startswith(package)
+    ]
+    where = f"{outside[-1].filename}:{outside[-1].lineno}" if outside else spec
+    return InputError(f"policy {spec!r}: {where}: {type(exc).__name__}: {exc}{when}")
