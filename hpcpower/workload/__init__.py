@@ -179,11 +179,13 @@ def _json_flavour(obj: Any, where: str) -> str:
     if not jobs:
         return "spars-json"
     job = jobs[0]
-    if isinstance(job, dict):
-        if "reqtime" in job:
-            return "spars-json"
-        if "walltime" in job or ("profile" in job and "runtime" not in job and "profiles" in obj):
-            return "batsim-json"
+    if not isinstance(job, dict):
+        # (The reader's own message: "jobs[0]: must be an object, got ...".)
+        return "spars-json"
+    if "reqtime" in job:
+        return "spars-json"
+    if "walltime" in job or ("profile" in job and "runtime" not in job and "profiles" in obj):
+        return "batsim-json"
     raise InputError(
         f"{where}: jobs[0] has neither reqtime (paper JSON) nor walltime (Batsim JSON)"
     )

@@ -138,6 +138,10 @@ def parse_batsim(obj: Any, where: str, *, procs_per_node: int = 1) -> Workload:
         pname = f.ident("profile")
         pnames.append(pname)
         profile = profiles.get(pname)
+        if profile is not None and not isinstance(profile, dict):
+            raise InputError(
+                f"{where}: profiles[{pname!r}]: must be an object, got {_kind(profile)}"
+            )
         if not isinstance(profile, dict):
             raise InputError(
                 f"{where}: jobs[{i}].profile: no profile {pname!r} in the top-level profiles"

@@ -351,3 +351,22 @@ def test_json_notes_count_the_jobs_that_run(tmp_path, selection, expected):
     (tmp_path / "s.toml").write_text(f'[workload]\npath = "w.json"\n{selection}\n')
     args, _ = simulation_args(resolve(tmp_path / "s.toml"))
     assert args[1].notes == ["res counts processors (nb_res = 4)", *expected]
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        ({"nb_res": 4, "jobs": [5]}, r"w\.json: jobs\[0\]: must be an object, got "),
+        (
+            {
+                "nb_res": 4,
+                "jobs": [{"id": 1, "subtime": 0, "res": 1, "walltime": 9, "profile": "p"}],
+                "profiles": {"p": 5},
+            },
+            r"w\.json: profiles\['p'\]: must be an object, got ",
+        ),
+    ],
+)
+def test_load_workload_names_an_element_of_the_wrong_type(tmp_path, doc, match):
+    with pytest.raises(InputError, match=match):
+        load_workload(dump(tmp_path, doc))
