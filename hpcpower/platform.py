@@ -32,6 +32,10 @@ __all__ = [
     "parse_spars_platform",
 ]
 
+#: The most nodes a platform may have: 20 times the largest machines of today's
+#: lists, and well under what a run's per-node arrays can hold in memory.
+MAX_NODES = 1_000_000
+
 
 @dataclass(frozen=True)
 class Duration:
@@ -121,8 +125,10 @@ class Platform:
         name: str = "custom",
     ) -> Platform:
         """Build a platform of ``n_nodes`` identical nodes (handy in tests and teaching)."""
-        if n_nodes < 1:
-            raise InputError(f"platform {name}: n_nodes must be at least 1, got {n_nodes}")
+        if not 1 <= n_nodes <= MAX_NODES:
+            raise InputError(
+                f"platform {name}: n_nodes must be from 1 to {MAX_NODES:,}, got {n_nodes}"
+            )
         on = switch_on_s if isinstance(switch_on_s, Duration) else Duration(float(switch_on_s))
         off = switch_off_s if isinstance(switch_off_s, Duration) else Duration(float(switch_off_s))
         power = (
@@ -233,6 +239,8 @@ def _id_ranges(spec, where: str) -> list[int]:
             raise InputError(f"{where}[{k}]: bad node id range {item!r}") from None
         if lo < 0 or hi < lo:
             raise InputError(f"{where}[{k}]: node id range {item!r} holds no node")
+        if hi - lo + 1 + len(ids) > MAX_NODES:
+            raise InputError(f"{where}[{k}]: range {item!r} makes more than {MAX_NODES:,} nodes")
         ids.extend(range(lo, hi + 1))
     if not ids:
         raise InputError(f"{where}: no node ids")
@@ -257,8 +265,8 @@ def _transition(states: dict, src: str, dst: str, where: str) -> Duration:
 def _state_power(states: dict, name: str, profile: dict, where: str) -> float:
     here = f"{where}.states.{name}.power"
     power = _field(_field(states, name, f"{where}.states"), "power", f"{where}.states.{name}")
-    if power == "from_dvfs":
-        return _number(_field(profile, "power_idle", here), here)
+    if power == "from_dvfs":  # (the profile's power_idle, named as such)
+        return _number(_field(profile, "power_idle", here), f"{here} from_dvfs: power_idle")
     return _number(power, here)
 
 
@@ -283,7 +291,8 @@ def parse_spars_platform(data: dict, *, name: str, where: str) -> Platform:
             raise InputError(f"{here}.dvfs_mode: profile {mode!r} not in dvfs_profiles")
         profile = profiles[mode]
         states = _object(machine, "states", here)
-        idle_w = _number(_field(profile, "power_idle", f"{here}.dvfs_profiles.{mode}"), here)
+        in_profile = f"{here}.dvfs_profiles.{mode}"
+        idle_w = _number(_field(profile, "power_idle", in_profile), f"{in_profile}.power_idle")
         compute_w = _number(
             _field(profile, "power_compute", f"{here}.dvfs_profiles.{mode}"),
             f"{here}.dvfs_profiles.{mode}.power_compute",
@@ -295,7 +304,7 @@ def parse_spars_platform(data: dict, *, name: str, where: str) -> Platform:
             compute_w,
             _state_power(states, "switching_off", profile, here),
         )
-        speed = _number(profile.get("compute_speed", 1.0), f"{here}.dvfs_profiles.{mode}")
+        speed = _number(profile.get("compute_speed", 1.0), f"{in_profile}.compute_speed")
         if speed <= 0:
             raise InputError(f"{here}.dvfs_profiles.{mode}.compute_speed must be positive")
         types.append(

@@ -299,6 +299,10 @@ def check_platform(table: dict[str, Any]) -> dict[str, Any]:
         nodes = int(nodes)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise InputError(f"platform.nodes: expected a whole number >= 1, got {nodes!r}")
+    from hpcpower.platform import MAX_NODES
+
+    if nodes > MAX_NODES:
+        raise InputError(f"platform.nodes: at most {MAX_NODES:,}, got {nodes:,}")
     table["nodes"] = nodes
     for key in ("watts", "switch_on_s", "switch_off_s"):
         if key not in table:

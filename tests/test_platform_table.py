@@ -121,6 +121,10 @@ def test_overrides_change_one_watt_or_replace_the_table(scenario):
         (UNIFORM.replace("idle = 100", "idel = 100"), "platform.watts.idel: not a power state"),
         (UNIFORM.replace("nodes = 2", "nodes = 0"), "platform.nodes: expected a whole number >= 1"),
         (UNIFORM.replace("nodes = 2", "nodes = 2.5"), "platform.nodes: expected a whole number"),
+        (
+            UNIFORM.replace("nodes = 2", "nodes = 10_000_000"),
+            "platform.nodes: at most 1,000,000, got 10,000,000",
+        ),
         (UNIFORM.replace("switch_on_s = 60", "switch_on_s = -1"), "platform.switch_on_s: expected"),
         (UNIFORM.replace("switch_off_s = 30\n", ""), "platform.switch_off_s: missing"),
         (UNIFORM + "switch_off_std_s = true\n", "platform.switch_off_std_s: expected a number"),
@@ -144,3 +148,35 @@ def test_the_command_line_runs_a_uniform_table(scenario, tmp_path, capsys):
     assert code == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["total_energy_j"] == 82_200
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda m: m.__setitem__("id", ["0-999999999999"]),
+            "machines[0].id[0]: range '0-999999999999' makes more than 1,000,000 nodes",
+        ),
+        (
+            lambda m: m["dvfs_profiles"]["base"].__setitem__("power_idle", -3),
+            "machines[0].dvfs_profiles.base.power_idle: must not be negative, got -3",
+        ),
+        (
+            lambda m: m["dvfs_profiles"]["base"].__setitem__("compute_speed", "x"),
+            "machines[0].dvfs_profiles.base.compute_speed: expected a number, got 'x'",
+        ),
+    ],
+)
+def test_a_bad_platform_file_names_the_whole_key(tmp_path, change, message):
+    import importlib.resources
+    import json
+
+    from hpcpower import load_platform
+
+    preset = importlib.resources.files("hpcpower") / "platforms" / "toy-4.json"
+    data = json.loads(preset.read_text())
+    change(data["machines"][0])
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as caught:
+        load_platform(str(tmp_path / "p.json"))
+    assert str(caught.value) == f"{tmp_path / 'p.json'}: {message}"
