@@ -483,6 +483,23 @@ class Simulation:
             for callback in self._listeners["decision"]:
                 callback(now, decision)
 
+    def _stalled(self) -> str:
+        """Why the run stopped: nothing left to happen while jobs wait."""
+        now = self.env.now
+        text = (
+            f"{self.policy.name}: the simulation stalled at t={now:g} s "
+            f"with {len(self.queue)} jobs waiting and nothing scheduled"
+        )
+        last = self.last_decision
+        ignored = [at for at in last.call_at if not at > now] if last is not None else []
+        if ignored:
+            # (Only later times are kept: an earlier or NaN one is a policy's bug.)
+            text += (
+                f"; the last pass asked to be called back at t={ignored[0]!r} s, which is "
+                "not after now and was ignored: ask for a later time"
+            )
+        return text
+
     def _nothing_else_can_happen(self) -> bool:
         """No job running or left to arrive and no transition under way: only the policy can act."""
         counts = self.cluster.counts
@@ -661,10 +678,7 @@ class Simulation:
             if not self.finished:
                 _simpy.process(self.env, math.inf, self)
                 if not self.finished:
-                    raise PolicyError(
-                        f"{self.policy.name}: the simulation stalled at t={self.env.now:g} s "
-                        f"with {len(self.queue)} jobs waiting and nothing scheduled"
-                    )
+                    raise PolicyError(self._stalled())
         finally:
             if bar is not None:
                 bar.close()

@@ -180,3 +180,25 @@ def test_a_policy_that_keeps_switching_nodes_while_a_job_waits_is_stopped():
     assert out.startswith("restless: 100009 passes up to t=")
     assert "no job left to arrive and 1 waiting, and the policy keeps switching nodes but " in out
     assert out.endswith("Start it once they are idle")
+
+
+def test_a_stall_after_asking_for_a_time_already_past_says_it_was_ignored():
+    out, _ = run_until_stopped(
+        """
+        class Late(Policy):
+            name = "late"
+
+            def decide(self, view):
+                return Decision(call_at=[view.now - 1.0])
+
+        try:
+            Simulation(tiny_platform(2), [job(0, 5, 1, 10)], Late()).run()
+        except PolicyError as exc:
+            print(exc)
+        """
+    )
+    assert out == (
+        "late: the simulation stalled at t=5 s with 1 jobs waiting and nothing scheduled; "
+        "the last pass asked to be called back at t=4.0 s, which is not after now and was "
+        "ignored: ask for a later time"
+    )
