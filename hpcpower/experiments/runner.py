@@ -103,11 +103,15 @@ def run_sweep(
         raise InputError("retrying failed runs goes with resuming a sweep (--resume)")
     if options.executor == "dask":
         _distributed()  # before the sweep's folder is made
+        if options.scheduler_address:
+            _check_address(options.scheduler_address)
+    _check_not_reimported()
     workers = options.workers or os.cpu_count() or 1
     started = time.perf_counter()
     plan = load_plan(source)
-    store = Store(out).open(resume=options.resume)
+    store = Store(out).open(resume=options.resume, plan=plan)
     outcome = Outcome(store.folder, plan)
+    finished = False
     try:
         store.write_plan(plan)
         recorded = store.recorded()
@@ -123,10 +127,16 @@ def run_sweep(
             else:
                 results = _local(todo, workers, options.keep_runs)
             _collect(results, store, outcome, len(plan.runs), options.progress)
+        finished = True
     finally:
-        # Whatever stopped the sweep, the table holds every run recorded so far.
-        outcome.table = store.write_table(plan)
-        store.close()
+        if not finished and store.made and not store.recorded():
+            # Stopped before any run was recorded (an executor that cannot
+            # start): leave no folder behind, so the same command runs again.
+            store.discard()
+        else:
+            # Whatever stopped the sweep, the table holds every run recorded so far.
+            outcome.table = store.write_table(plan)
+            store.close()
         outcome.wall_time_s = time.perf_counter() - started
     return outcome
 
@@ -167,7 +177,9 @@ def sweep(
 
     Raises:
         InputError: A bad sweep file (before any run), a folder holding a sweep
-            without ``resume``, or a missing optional dependency.
+            without ``resume`` (or another sweep with it), a bad scheduler
+            address, or a missing optional dependency. A sweep that stops
+            before recording any run removes the folder it made.
     """
     _pandas()  # before the runs, not after them
     options = Options(
@@ -222,6 +234,36 @@ def _task(run: PlannedRun, keep_runs: bool) -> dict[str, Any]:
     return {"run_id": run.run_id, "config": run.config, "keep_runs": keep_runs}
 
 
+def _check_not_reimported() -> None:
+    """Refuse a sweep started while a spawned worker re-imports the main script.
+
+    Local workers start with ``spawn``, which imports the main script again; a
+    sweep called at its top level, not under ``if __name__ == "__main__":``,
+    would start there once more in every worker.
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise InputError(
+            "a sweep was started while a worker process imported the main script; "
+            'put the call under `if __name__ == "__main__":`'
+        )
+
+
+def _died() -> str:
+    """Why a run was lost when its local worker died, with the likely cause from a script."""
+    why = "a worker process died during this run (or one beside it)"
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    try:
+        # Workers re-import the main script (spawn); without the guard they die starting.
+        guarded = script is None or "__main__" in Path(script).read_text(errors="replace")
+    except OSError:
+        guarded = True
+    if not guarded:
+        why += f'; {script} has no `if __name__ == "__main__":` guard around the sweep'
+    return why
+
+
 def _lost(run: PlannedRun, why: str) -> dict[str, Any]:
     """The result of a run whose worker died under it."""
     from hpcpower._version import __version__
@@ -274,14 +316,11 @@ def _local(
                     result = future.result()
                 except BrokenProcessPool:
                     broken = True
-                    result = _lost(run, "a worker process died during this run (or one beside it)")
+                    result = _lost(run, _died())
                 yield run, result
             if broken:
                 for run in list(running.values()):
-                    yield (
-                        run,
-                        _lost(run, "a worker process died during this run (or one beside it)"),
-                    )
+                    yield run, _lost(run, _died())
                 running.clear()
                 pool.shutdown(wait=False, cancel_futures=True)
                 pool = new_pool()
@@ -318,6 +357,20 @@ def _worker_start(parent: int) -> None:
 
 
 # ------------------------------------------------------------------ dask
+def _check_address(address: str) -> None:
+    """Refuse a scheduler address that is not ``[scheme://]host:port`` before anything is made."""
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except (ValueError, TypeError):
+        raise InputError(
+            f"scheduler address {address!r}: expected host:port, e.g. tcp://10.0.0.5:8786"
+        ) from None
+
+
 def _distributed():
     """``dask.distributed``'s Client, LocalCluster and as_completed, or a clear error."""
     try:
@@ -347,7 +400,7 @@ def _dask(
                 silence_logs=logging.ERROR,
             )
             client = Client(cluster)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
             cluster.close()
         where = f"the Dask scheduler at {address}" if address else "a Dask LocalCluster"

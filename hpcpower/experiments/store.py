@@ -73,17 +73,25 @@ class Store:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self.runs = self.folder / RUNS
+        #: Whether :meth:`open` made the folder (so a sweep that never started may remove it).
+        self.made = False
         self._lock: Any = None
 
     # ------------------------------------------------------------ opening
-    def open(self, *, resume: bool) -> Store:
+    def open(self, *, resume: bool, plan: Plan | None = None) -> Store:
         """Make (or, with ``resume``, reopen) the folder and take its lock.
+
+        Args:
+            resume: Continue the sweep in the folder.
+            plan: The plan about to run; with ``resume``, the folder's plan
+                must be the same sweep (:meth:`check_same_sweep`).
 
         Raises:
             InputError: The folder holds a sweep and ``resume`` is not set, holds
-                something else, or another sweep is writing in it.
+                something else or another sweep, or another sweep is writing in it.
         """
         folder = self.folder
+        self.made = not folder.exists()
         if folder.exists() and not folder.is_dir():
             raise InputError(f"{folder}: exists and is not a folder; choose another --out")
         if folder.is_dir():
@@ -103,14 +111,44 @@ class Store:
         except OSError as exc:
             raise InputError(f"{folder}: cannot make it ({exc.strerror})") from None
         self._take_lock()
+        if resume and plan is not None:
+            try:
+                self.check_same_sweep(plan)
+            except InputError:
+                self.close()
+                raise
         self._clean_leftovers()
         return self
+
+    def check_same_sweep(self, plan: Plan) -> None:
+        """Refuse to resume with ``plan`` when the folder holds another sweep.
+
+        Writing ``plan`` over it would leave the recorded runs out of the table
+        and the report. The same sweep has the same name and shares at least one
+        run with the folder's plan, so an edited sweep file (more seeds, another
+        grid value) still resumes.
+        """
+        if not (self.folder / PLAN_FILE).is_file():
+            return  # stopped before its plan was written: nothing to keep apart
+        stored = self.read_plan()
+        ids = {run.run_id for run in plan.runs}
+        shared = any(run.run_id in ids for run in stored.runs)
+        if stored.name != plan.name or (stored.runs and not shared):
+            raise InputError(
+                f"{self.folder}: holds sweep {stored.name!r} (another plan), not this one; "
+                "--resume continues the same sweep"
+            )
 
     def close(self) -> None:
         """Release the folder's lock."""
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+    def discard(self) -> None:
+        """Release the lock and remove the folder: for a sweep that made it and recorded nothing."""
+        self.close()
+        _remove(self.folder)
 
     def __enter__(self) -> Store:
         return self
@@ -150,12 +188,21 @@ class Store:
         """The plan of the sweep in this folder.
 
         Raises:
-            InputError: No sweep here.
+            InputError: No sweep here, or its plan file is not one.
         """
         path = self.folder / PLAN_FILE
         if not path.is_file():
             raise InputError(f"{self.folder}: no {PLAN_FILE} here; give the folder of a sweep")
-        return Plan.from_dict(json.loads(path.read_text()))
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot read it ({exc})") from None
+        try:
+            return Plan.from_dict(data)
+        except (TypeError, KeyError, AttributeError):
+            raise InputError(f"{path}: not a sweep plan (as hpcpower sweep writes it)") from None
 
     # ------------------------------------------------------------ runs
     def recorded(self) -> dict[str, str]:

@@ -281,6 +281,20 @@ class _Planner:
             reference = grid.get("policy.name", [])[:1]
         if isinstance(reference, str):
             reference = [reference]
+        if not isinstance(reference, list) or not all(isinstance(r, str) for r in reference):
+            raise InputError(f"{where} [report] reference: expected a list of policy names")
+        # The report pairs runs on the grid's policy.name, so only those can be references.
+        policies = [str(p) for p in grid.get("policy.name", [])]
+        for ref in reference:
+            if ref not in policies:
+                known = (
+                    f"its policies: {', '.join(policies)}"
+                    if policies
+                    else "its [grid] has no policy.name"
+                )
+                raise InputError(
+                    f"{where} [report] reference: {ref!r} is not a policy of this sweep ({known})"
+                )
         self.studies.append(
             Study(
                 name=name,
@@ -289,7 +303,7 @@ class _Planner:
                 axes=swept,
                 seeds=seeds,
                 cases=case_names,
-                reference=[str(r) for r in reference],
+                reference=list(reference),
             )
         )
 

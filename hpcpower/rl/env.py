@@ -54,6 +54,19 @@ J_PER_KWH = 3.6e6
 S_PER_HOUR = 3600.0
 
 
+def _episode_jobs(value: Any) -> int | None:
+    """``episode_jobs`` as a whole number of 1 or more (or ``None``: the whole workload)."""
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        size = 0
+    if size < 1 or size != value or isinstance(value, bool):
+        raise InputError(f"episode_jobs must be a positive whole number, got {value!r}")
+    return size
+
+
 class _Stop(BaseException):
     """Raised in the simulation's thread to end an episode early (never escapes it)."""
 
@@ -209,8 +222,7 @@ class PowerEnv(gym.Env):
         scheduler = scheduler or "snf"
         if scheduler not in SCHEDULERS:
             raise InputError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
-        if episode_jobs is not None and not 1 <= int(episode_jobs):
-            raise InputError(f"episode_jobs must be a positive number, got {episode_jobs!r}")
+        episode_jobs = _episode_jobs(episode_jobs)
         self.platform = platform
         self.workload = workload
         self.scheduler = scheduler
@@ -219,7 +231,7 @@ class PowerEnv(gym.Env):
         self.decision_interval_s = decision_interval_s
         self.energy_weight = float(energy_weight)
         self.wait_weight = float(wait_weight)
-        self.episode_jobs = None if episode_jobs is None else int(episode_jobs)
+        self.episode_jobs = episode_jobs
         self.max_steps = max_steps
         self.wake_planning = bool(wake_planning)
         self.illegal = illegal
@@ -260,7 +272,7 @@ class PowerEnv(gym.Env):
 
     def _window(self, options: dict[str, Any]) -> Workload:
         """The jobs of this episode: the workload, or a window of it shifted to time 0."""
-        size = options.get("episode_jobs", self.episode_jobs)
+        size = _episode_jobs(options.get("episode_jobs", self.episode_jobs))
         jobs = self.workload.jobs
         if size is None or size >= len(jobs):
             return self.workload
@@ -286,11 +298,23 @@ class PowerEnv(gym.Env):
             seed: Seeds the episode's window and transition-time draws.
             options: ``episode_jobs`` (a window size for this episode) and
                 ``first_job`` (where the window starts), both optional.
+
+        Raises:
+            InputError: A bad ``episode_jobs`` or ``first_job``, or an episode
+                none of whose jobs fits the platform (the simulation rejects
+                them all, so there would be nothing to decide).
         """
         super().reset(seed=seed)
         self._stop()
         options = dict(options or {})
         workload = self._window(options)
+        smallest = min((job.res for job in workload.jobs), default=None)
+        if smallest is None or smallest > self.n_nodes:
+            asks = "it has no jobs" if smallest is None else f"its smallest asks for {smallest}"
+            raise InputError(
+                f"PowerEnv.reset: no job of the episode ({workload.source}) fits the "
+                f"platform of {self.n_nodes} nodes ({asks})"
+            )
         sim_seed = self.sim_seed
         if sim_seed is None:
             sim_seed = int(self.np_random.integers(0, 2**31 - 1))

@@ -97,6 +97,17 @@ def test_the_paper_sweep_is_valid():
         (BASE + "policy.timeout_s = []\n", "[grid] policy.timeout_s: expected a non-empty list"),
         (BASE.replace('"snf-ipm"', '"snf-fast"'), "unknown policy 'snf-fast'"),
         (BASE + '[reprot]\nreference = "snf-ipm"\n', "unknown table or key 'reprot'"),
+        (
+            BASE + '[report]\nreference = ["fcfs-easy-ipmm"]\n',
+            "[report] reference: 'fcfs-easy-ipmm' is not a policy of this sweep "
+            "(its policies: snf-ipm, fcfs-easy-ipm)",
+        ),
+        (
+            BASE.replace('policy.name = ["snf-ipm", "fcfs-easy-ipm"]', "policy.timeout_s = [1, 2]")
+            + '[report]\nreference = "snf-ipm"\n',
+            "'snf-ipm' is not a policy of this sweep (its [grid] has no policy.name)",
+        ),
+        (BASE + "[report]\nreference = [1]\n", "[report] reference: expected a list of policy"),
         (BASE.replace("seeds = [0, 1]", "seeds = [0, -1]"), "seeds: expected a list of whole"),
         (BASE.replace("seeds = [0, 1]", "seeds = [1, 1]"), "seeds: a seed is listed twice"),
         (BASE.replace("seeds = [0, 1]", "sedes = [1]"), "[sweep]: unknown key 'sedes'"),

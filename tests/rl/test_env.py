@@ -233,3 +233,27 @@ def test_vector_environments_step_and_reset_on_their_own(das2_200):
         assert (rewards <= 0).all()
     assert ended >= 2
     envs.close()
+
+
+@pytest.mark.parametrize("size", [0, -3, 2.5])
+def test_a_bad_episode_jobs_at_reset_is_the_constructors_error(size, das2_200):
+    env = small_env(das2_200)
+    with pytest.raises(InputError, match=f"a positive whole number, got {size}"):
+        env.reset(seed=1, options={"episode_jobs": size})
+    with pytest.raises(InputError, match="episode_jobs must be a positive whole number"):
+        small_env(das2_200, episode_jobs=size)
+
+
+def test_an_episode_whose_jobs_all_are_too_wide_is_refused_at_reset():
+    env = PowerEnv(platform="toy-4", workload=[job(0, 0.0, 9, 10.0)])
+    with pytest.raises(InputError, match="no job of the episode .* fits the platform of 4 nodes"):
+        env.reset(seed=0)
+    # A window with a job that fits runs as usual.
+    env = PowerEnv(platform="toy-4", workload=[job(0, 0.0, 9, 10.0), job(1, 5.0, 2, 10.0)])
+    with pytest.raises(InputError, match="its smallest asks for 9"):
+        env.reset(seed=0, options={"episode_jobs": 1, "first_job": 0})
+    env.reset(seed=0, options={"episode_jobs": 1, "first_job": 1})
+    while not env.step(4)[2]:
+        pass
+    assert env.results().summary["jobs_completed"] == 1
+    env.close()
