@@ -5,19 +5,20 @@
 summarises them; ``hpcpower trace info FILE`` describes a workload file; ``hpcpower policies``
 and ``hpcpower platforms`` list what can be chosen. Every
 :class:`~hpcpower.errors.HpcpowerError` is printed as one line on stderr with
-exit status 2, never as a traceback.
+exit status 2, never as a traceback; so is an error reading or writing a file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import math
 import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hpcpower._version import __version__
@@ -310,9 +311,9 @@ def _load_results(source_arg: str, policy: str | None, sets: Sequence[str] | Non
     Returns:
         ``(results, config)``: the run and its resolved scenario.
     """
-    import json
     import math
 
+    from hpcpower.results.view import read_summary
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
 
@@ -322,27 +323,51 @@ def _load_results(source_arg: str, policy: str | None, sets: Sequence[str] | Non
             raise InputError(f"{source}: --policy and --set apply to a scenario file, not a run")
         if not (source / "summary.json").exists():
             raise InputError(f"{source}: no summary.json here; give a run folder or a scenario")
-        try:
-            saved = json.loads((source / "summary.json").read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}/summary.json: not valid JSON ({exc.msg})") from None
+        saved = read_summary(source)
         config = (saved.get("config") or {}).get("scenario")
         if config is None:
             raise InputError(f"{source}/summary.json: not made from a scenario, cannot re-run it")
+        sim = _saved_simulation(source, config)
     else:
         overrides = _parse_sets(sets or [])
         if policy:
             overrides["policy.name"] = policy
         config = resolve(source, overrides)
-    results = Simulation.from_config(config).run()
+        sim = Simulation.from_config(config)
+    results = sim.run()
     total = results.summary["total_energy_j"]
-    if saved is not None and not math.isclose(total, saved.get("total_energy_j") or 0.0):
+    recorded = saved.get("total_energy_j") if saved is not None else None
+    if not isinstance(recorded, (int, float)):
+        recorded = 0.0
+    if saved is not None and not math.isclose(total, recorded):
         print(
             f"hpcpower: warning: re-running {source} gave {total!r} J, its summary.json says "
             f"{saved.get('total_energy_j')!r} J (written by hpcpower {saved.get('version')})",
             file=sys.stderr,
         )
     return results, config
+
+
+def _saved_simulation(source: Path, config: object):
+    """The simulation of the scenario a run folder's summary.json records (``config.scenario``).
+
+    The scenario was resolved when the run was made, so it is not resolved
+    again; a summary.json damaged or edited by hand gives a setting that is
+    missing or of the wrong kind, said in one line naming the file.
+    """
+    from hpcpower.simulation import Simulation
+
+    where = f"{source}/summary.json: config.scenario"
+    if not isinstance(config, dict):
+        raise InputError(f"{where}: not a table of settings, cannot re-run it")
+    try:
+        return Simulation.from_config(config)
+    except HpcpowerError:
+        raise
+    except KeyError as exc:
+        raise InputError(f"{where}: no setting {exc.args[0]!r}, cannot re-run it") from None
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: a damaged setting ({exc}), cannot re-run it") from None
 
 
 #: Units a time on the command line may carry (``90min``, ``2h``, ``1.5d``; bare: seconds).
@@ -405,6 +430,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     window = _window_of(args)
     if args.kind == "tradeoff":
         return _plot_tradeoff(args)
+    out = _image_out(args.out) if args.out else None  # (before the run, which may be long)
     results, config = _load_results(args.source, args.policy, args.set)
     try:
         if args.kind == "compare":
@@ -419,17 +445,53 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     name = f"{config['simulation']['name']}-{config['policy']['name']}-{args.kind}.png"
-    return _save(figure, Path(args.out) if args.out else Path(name))
+    return _save(figure, out or _image_out(name))
+
+
+def _image_out(text: str) -> Path:
+    """The image file of ``--out``, checked before the work: a format matplotlib writes.
+
+    A name without an ending gets ``.png``, as matplotlib would give it, so
+    that the name printed is the file written.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from hpcpower.results.export import check_file_out
+
+    out = Path(text)
+    with contextlib.suppress(OSError):  # (a name too long: check_file_out says so)
+        if not out.suffix and not out.is_dir():
+            out = out.with_name(f"{out.name}.png")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix and (ext := out.suffix[1:].lower()) not in formats:
+        # (In matplotlib's words, which savefig would use after the run.)
+        raise InputError(
+            f"--out {out}: Format {ext!r} is not supported "
+            f"(supported formats: {', '.join(sorted(formats))})"
+        )
+    return check_file_out(out)
 
 
 def _save(figure, out: Path) -> int:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        figure.savefig(out, dpi=120)
-    except ValueError as exc:
-        raise InputError(f"--out {out}: {exc}") from None
+    from hpcpower.results.export import replacing
+
+    # Through a temporary file, so that a failed write leaves no half image.
+    with _writing(out), replacing(out) as partial:
+        try:
+            figure.savefig(partial, dpi=120, format=out.suffix[1:].lower())
+        except ValueError as exc:
+            raise InputError(f"--out {out}: {exc}") from None
     print(f"wrote {out}")
     return 0
+
+
+@contextlib.contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """An error writing the output ``out`` (a full disk, a refusing folder) as one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 
 
 #: Idle timeouts of ``hpcpower plot --kind tradeoff`` without ``--timeouts``.
@@ -446,6 +508,7 @@ def _plot_tradeoff(args: argparse.Namespace) -> int:
     if source.is_dir() or args.other:
         raise InputError("--kind tradeoff runs a scenario file over --timeouts; give a .toml")
     timeouts = [parse_time(t) for t in (args.timeouts or DEFAULT_TIMEOUTS).split(",")]
+    out = _image_out(args.out) if args.out else None  # (before the runs)
     summaries = []
     for timeout in timeouts:
         overrides = _parse_sets(args.set or [])
@@ -456,21 +519,32 @@ def _plot_tradeoff(args: argparse.Namespace) -> int:
         summaries.append(Simulation.from_config(config).run().summary)
     ax = plots.timeout_tradeoff(summaries)
     name = f"{config['simulation']['name']}-{config['policy']['name']}-tradeoff.png"
-    return _save(ax.figure, Path(args.out) if args.out else Path(name))
+    return _save(ax.figure, out or _image_out(name))
 
 
 def _cmd_animate(args: argparse.Namespace) -> int:
-    from hpcpower.results.animate import animate, writer_for
+    from hpcpower.results.animate import GIF_MIN_FPS, animate, writer_for
+    from hpcpower.results.export import check_file_out
 
     out = Path(args.out)
     window = _window_of(args)
+    # (All checked before the run, which may be long.)
+    if not (math.isfinite(args.fps) and args.fps > 0):
+        raise InputError(f"--fps: expected a number > 0, got {args.fps:g}")
     try:
-        writer_for(out)  # (before the run, which may be long)
+        kind = writer_for(out)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    if kind == "pillow" and args.fps < GIF_MIN_FPS:
+        raise InputError(
+            f"--fps: a GIF frame lasts at most 655.35 s, so {GIF_MIN_FPS:.4g} or more, "
+            f"got {args.fps:g}"
+        )
+    check_file_out(out)
     results, _ = _load_results(args.source, args.policy, args.set)
     try:
-        animate(results, out, frames=args.frames, window=window, fps=args.fps)
+        with _writing(out):
+            animate(results, out, frames=args.frames, window=window, fps=args.fps)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     print(f"wrote {out} ({args.frames} frames)")
@@ -481,18 +555,33 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from hpcpower.results.view import write_html
 
     source = Path(args.source)
+    out = _page_out(args.out, args.force) if args.out else None  # (before a scenario's run)
     if source.is_dir():
         if args.policy or args.set:
             raise InputError(f"{source}: --policy and --set apply to a scenario file, not a run")
         what = source
-        name = source.name
+        name = source.resolve().name  # (not "" for ".")
     else:
         what, config = _load_results(args.source, args.policy, args.set)
         name = f"{config['simulation']['name']}-{config['policy']['name']}"
-    out = Path(args.out) if args.out else Path(f"{name}.html")
-    write_html(what, out)
+    out = out or _page_out(f"{name}.html", args.force)
+    with _writing(out):
+        write_html(what, out)
     print(f"wrote {out}")
     return 0
+
+
+def _page_out(text: str, force: bool) -> Path:
+    """The page of ``hpcpower view``: an .html file, replacing one already there only if forced.
+
+    (The ending keeps a slip of ``--out`` off a scenario or a run's files.)
+    """
+    from hpcpower.results.export import check_file_out
+
+    out = Path(text)
+    if out.suffix.lower() != ".html":
+        raise InputError(f"--out {out}: the page is HTML; give a file name ending in .html")
+    return check_file_out(out, force=force)
 
 
 #: ``hpcpower plot --kind``: the one-run kinds of ``hpcpower.results.plots.KINDS``, then
@@ -536,7 +625,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from hpcpower.experiments.report import report
+    from hpcpower.results.export import check_folder_out
 
+    if args.out:
+        check_folder_out(args.out)  # (before the tables and plots are made)
     paths = report(args.folder, args.out)
     if not args.quiet:
         for path in paths:
@@ -622,6 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_source(view, "a run folder (or a scenario TOML, run first)", "RUN_DIR")
     view.add_argument("--out", help="HTML file (default <run folder name>.html)")
+    view.add_argument("--force", action="store_true", help="replace a file already at --out")
     view.set_defaults(func=_cmd_view)
 
     sweep = sub.add_parser(
@@ -693,6 +786,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except HpcpowerError as exc:
         print(f"hpcpower: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # A file that cannot be read or written where no command says so
+        # itself: still one line naming it, not a traceback.
+        if exc.filename is None:
+            raise
+        print(f"hpcpower: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except _Terminated:
         print("hpcpower: terminated", file=sys.stderr)

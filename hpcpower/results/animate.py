@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: File endings :func:`animate` writes, and the matplotlib writer of each.
 WRITERS = {".gif": "pillow", ".mp4": "ffmpeg"}
+#: The slowest GIF: a frame lasts at most 65535 hundredths of a second.
+GIF_MIN_FPS = 100 / 65535
 
 
 def frame_times(results: Results, frames: int, window: Window | None = None) -> np.ndarray:
@@ -104,7 +106,7 @@ def animate(
 
     Raises:
         ValueError: An ending other than .gif or .mp4, .mp4 without ffmpeg,
-            fewer than one frame, or an empty window.
+            fewer than one frame, ``fps`` not above 0, or an empty window.
     """
     from matplotlib import animation
     from matplotlib.colors import ListedColormap
@@ -112,9 +114,16 @@ def animate(
     from matplotlib.patches import Patch
 
     from hpcpower.results import plots
+    from hpcpower.results.export import replacing
 
     path = Path(path)
     kind = writer_for(path)
+    if not (math.isfinite(fps) and fps > 0):
+        raise ValueError(f"fps={fps!r}: expected a number > 0")
+    if kind == "pillow" and fps < GIF_MIN_FPS:
+        raise ValueError(
+            f"fps={fps!r}: a GIF frame lasts at most 655.35 s; give {GIF_MIN_FPS:.4g} or more"
+        )
     times = frame_times(results, frames, window)
     states = node_states_at(results, times)
     n_nodes = states.shape[1]
@@ -172,7 +181,9 @@ def animate(
         fps=fps  # type: ignore[arg-type]
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    with writer.saving(fig, str(path), dpi):
+    # Into a temporary file beside ``path``, so that a failed or interrupted
+    # write leaves no half animation.
+    with replacing(path) as partial, writer.saving(fig, str(partial), dpi):
         for k, now in enumerate(times.tolist()):
             image.set_data(grid(k))
             for cursor in cursors:

@@ -10,6 +10,7 @@ the run's summary in its metadata under ``hpcpower.summary``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -934,7 +935,7 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
     Raises:
         InputError: Naming the folder and what to do.
     """
-    out = Path(out_dir)
+    out = _looked_up(out_dir)
     if Path.cwd().resolve().is_relative_to(out.resolve()):
         raise InputError(f"{out}: the current folder or one above it; choose another --out")
     if out.exists() or out.is_symlink():
@@ -954,14 +955,114 @@ def check_out(out_dir: str | Path, *, force: bool = False) -> Path:
                 f"{out}: not an hpcpower result ({shown}); --force replaces only a "
                 "result folder: choose another --out"
             )
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot make its folder {parent} ({exc.strerror})") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{out}: cannot write in {parent} (permission denied)")
+    _check_writable(out, out.parent)
     return out
+
+
+def check_file_out(path: str | Path, *, force: bool = True) -> Path:
+    """Check that an output file (an image, an animation, a page) can be written, before the work.
+
+    ``path`` must not be a folder, nor, unless ``force``, a file already
+    there; its folder is made if missing and must take a new file.
+
+    Raises:
+        InputError: Naming ``--out`` and what is wrong.
+    """
+    out = _looked_up(path)
+    if out.is_dir():
+        raise InputError(f"--out {out}: a folder is there; give a file name")
+    if (out.exists() or out.is_symlink()) and not force:
+        raise InputError(
+            f"--out {out}: a file is already there; use --force to replace it "
+            "or choose another --out"
+        )
+    _check_writable(out, out.parent)
+    return out
+
+
+def check_folder_out(path: str | Path) -> Path:
+    """Check that files can be written into the folder ``path`` (made later if missing).
+
+    Raises:
+        InputError: Naming ``--out`` and what is wrong.
+    """
+    out = _looked_up(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: a file is there, not a folder; choose another --out")
+    _check_writable(out, out if out.is_dir() else out.parent)
+    return out
+
+
+def _looked_up(path: str | Path) -> Path:
+    """``path``, once the system has looked it up: a name too long, a loop, is said here."""
+    out = Path(path)
+    try:
+        out.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # (nothing there yet: the usual case)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write there ({exc.strerror})") from None
+    return out
+
+
+def _check_writable(out: Path, folder: Path) -> None:
+    """Make ``folder`` if missing and check that ``out``'s temporary file can be made in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(
+            f"--out {out}: cannot make its folder {folder} (a file is in the way)"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot make its folder {folder} ({exc.strerror})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: cannot write in {folder} (permission denied)")
+    # The permission bits do not tell it all (root passes them, yet /proc and
+    # /sys refuse new files, and a name may be too long), so a file named as
+    # the write's temporary one is made there and removed.
+    try:
+        fd, probe = tempfile.mkstemp(
+            prefix=f".{out.name}.", suffix=_PARTIAL + out.suffix, dir=folder
+        )
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write there ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+#: The ending of a file or folder being written beside its target (see :func:`replacing`).
+_PARTIAL = ".partial"
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write into; it becomes ``path`` once complete.
+
+    On an error or an interruption the temporary file is removed, so
+    ``path`` holds the old file or the new one, never a half-written one.
+    The temporary file keeps ``path``'s ending, as writers that choose a
+    format by the ending (matplotlib, Pillow, ffmpeg) need.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=_PARTIAL + path.suffix, dir=path.parent
+    )
+    os.close(fd)
+    partial = Path(name)
+    try:
+        yield partial
+        # (mkstemp made it private; a result follows the umask.)
+        partial.chmod(0o666 & ~_umask())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 #: The files every result folder holds, in the order :func:`write_all` lists them.
@@ -1038,7 +1139,7 @@ def write_all(
     if parquet:
         require_parquet()
     out = check_out(out_dir, force=force)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=_PARTIAL, dir=out.parent))
     try:
         # The state changes and the energy events behind three files are made
         # once, and each is let go once its files are written (so that on a
@@ -1087,9 +1188,7 @@ def _swap_in(staging: Path, out: Path) -> None:
     between the two renames.
     """
     # The staging folder was made private (mkdtemp); a result follows the umask.
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)
+    staging.chmod(0o777 & ~_umask())
     if not out.exists():
         os.replace(staging, out)
         return

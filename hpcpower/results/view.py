@@ -16,11 +16,13 @@ page.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import json
 import math
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,84 +53,112 @@ def run_data(run_dir: str | Path) -> dict[str, Any]:
     Raises:
         InputError: The folder lacks one of the files, or one cannot be read.
     """
-    from hpcpower.results import plots
     from hpcpower.results.export import PSTATE_IDS
 
     run = Path(run_dir)
     missing = [name for name in NEEDED if not (run / name).exists()]
     if missing:
         raise InputError(f"{run}: not a run folder (no {', '.join(missing)})")
-    try:
-        summary = json.loads((run / "summary.json").read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{run}/summary.json: not valid JSON ({exc.msg})") from None
+    summary = read_summary(run)
     config = summary.get("config") or {}
     label_of = {pstate: label for label, pstate in PSTATE_IDS.items()}
-    state_index = STATE_CODES
 
-    changes: dict[str, list] = {"t": [], "nodes": [], "s": []}
-    for row in _rows(run / "pstate_changes.csv"):
-        changes["t"].append(float(row["time"]))
-        changes["nodes"].append(row["machine_id"])
-        changes["s"].append(state_index[label_of[int(row["new_pstate"])]])
-    jobs: dict[str, list] = {
-        "name": [],
-        "submit": [],
-        "start": [],
-        "finish": [],
-        "res": [],
-        "nodes": [],
-        "rejected": [],
-    }
-    for row in _rows(run / "jobs.csv"):
-        jobs["name"].append(row["job_id"])
-        jobs["submit"].append(_number(row["submission_time"]))
-        jobs["start"].append(_number(row["starting_time"]))
-        jobs["finish"].append(_number(row["finish_time"]))
-        jobs["res"].append(int(row["requested_number_of_resources"]))
-        jobs["nodes"].append(row["allocated_resources"])
-        jobs["rejected"].append(row["final_state"] == "REJECTED")
-    power: dict[str, list] = {"t": [], "w": [], "e": []}
-    for row in _rows(run / "consumed_energy.csv"):
-        power["t"].append(float(row["time"]))
-        power["w"].append(float(row["wattmin"]))
-        power["e"].append(float(row["energy"]))
+    def state(text: str) -> int:
+        return STATE_CODES[label_of[int(text)]]
+
+    changes = _table(
+        run / "pstate_changes.csv",
+        {
+            "t": ("time", float, "a number"),
+            "nodes": ("machine_id", str, "an interval set"),
+            "s": ("new_pstate", state, f"a power state ({', '.join(map(str, label_of))})"),
+        },
+    )
+    jobs = _table(
+        run / "jobs.csv",
+        {
+            "name": ("job_id", str, "a job id"),
+            "submit": ("submission_time", _number, "a number"),
+            "start": ("starting_time", _number, "a number"),
+            "finish": ("finish_time", _number, "a number"),
+            "res": ("requested_number_of_resources", int, "a whole number"),
+            "nodes": ("allocated_resources", str, "an interval set"),
+            "rejected": ("final_state", lambda text: text == "REJECTED", "a job state"),
+        },
+    )
+    power = _table(
+        run / "consumed_energy.csv",
+        {
+            "t": ("time", float, "a number"),
+            "w": ("wattmin", float, "a number"),
+            "e": ("energy", float, "a number"),
+        },
+    )
     decisions = None
     if (run / "decisions.csv").exists():
-        rows = list(_rows(run / "decisions.csv"))
+        with _reading(run / "decisions.csv"):
+            rows = list(_rows(run / "decisions.csv"))
         columns = list(rows[0]) if rows else []
         decisions = {
             "columns": columns,
             "rows": [[_value(row[c]) for c in columns] for row in rows],
         }
-    settings = plots.settings_of(config)
+    try:
+        meta = _meta(summary, config, power)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        # A summary.json edited or damaged by hand: its fields are not what a run writes.
+        raise InputError(
+            f"{run / 'summary.json'}: not a run's summary ({type(exc).__name__}: {exc})"
+        ) from None
+    return {"meta": meta, "changes": changes, "jobs": jobs, "power": power, "decisions": decisions}
+
+
+def read_summary(run_dir: str | Path) -> dict[str, Any]:
+    """A run folder's ``summary.json``: a JSON object, its ``config`` (when given) one too.
+
+    Raises:
+        InputError: The file cannot be read, is not JSON, or is not a run's summary.
+    """
+    path = Path(run_dir) / "summary.json"
+    with _reading(path):
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+            ) from None
+        except RecursionError:
+            raise InputError(f"{path}: not a run's summary (nested too deeply)") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("config", {}), dict):
+        raise InputError(f"{path}: not a run's summary (a JSON object with a config object)")
+    return summary
+
+
+def _meta(summary: dict[str, Any], config: dict[str, Any], power: dict[str, list]) -> dict:
+    """The page's title, settings and headline numbers, from the summary."""
+    from hpcpower.results import plots
+
     end_s = _number(summary.get("simulated_span_s"))
     return {
-        "meta": {
-            "title": plots.headline_of(config),
-            "settings": ", ".join(settings),
-            "n_nodes": int(config.get("n_nodes") or 0),
-            "end_s": end_s if end_s is not None else (power["t"][-1] if power["t"] else 0.0),
-            "states": list(STATE_LABELS),
-            "colors": [plots.STATE_COLORS[label] for label in STATE_LABELS],
-            "initial": state_index[config.get("initial_state") or "idle"],
-            "summary": {
-                key: summary.get(key)
-                for key in (
-                    "jobs_completed",
-                    "jobs_submitted",
-                    "mean_wait_s",
-                    "total_energy_j",
-                    "wasted_energy_j",
-                    "switch_ons",
-                    "switch_offs",
-                )
-            },
+        "title": plots.headline_of(config),
+        "settings": ", ".join(plots.settings_of(config)),
+        "n_nodes": int(config.get("n_nodes") or 0),
+        "end_s": end_s if end_s is not None else (power["t"][-1] if power["t"] else 0.0),
+        "states": list(STATE_LABELS),
+        "colors": [plots.STATE_COLORS[label] for label in STATE_LABELS],
+        "initial": STATE_CODES[config.get("initial_state") or "idle"],
+        "summary": {
+            key: summary.get(key)
+            for key in (
+                "jobs_completed",
+                "jobs_submitted",
+                "mean_wait_s",
+                "total_energy_j",
+                "wasted_energy_j",
+                "switch_ons",
+                "switch_offs",
+            )
         },
-        "changes": changes,
-        "jobs": jobs,
-        "power": power,
-        "decisions": decisions,
     }
 
 
@@ -159,10 +189,14 @@ def write_html(source: Results | str | Path, path: str | Path) -> Path:
     Raises:
         InputError: ``source`` is a folder that is not a run folder.
     """
+    from hpcpower.results.export import replacing
+
     path = Path(path)
     page = html_page(source)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    # Through a temporary file, so that a failed write leaves no half page.
+    with replacing(path) as partial:
+        partial.write_text(page, encoding="utf-8")
     return path
 
 
@@ -183,15 +217,62 @@ def _rows(path: Path):
         yield from csv.DictReader(fh)
 
 
+#: A column of :func:`_table`: its name in the file, how to read a field, what a field must be.
+Column = tuple[str, Callable[[str], Any], str]
+
+
+def _table(path: Path, columns: dict[str, Column]) -> dict[str, list]:
+    """Columns of a CSV file, each field read as its :data:`Column` says.
+
+    Raises:
+        InputError: Naming the file, and the line and column of a field that
+            cannot be read.
+    """
+    out: dict[str, list] = {key: [] for key in columns}
+    with _reading(path), open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            missing = [
+                name for name, _, _ in columns.values() if name not in (reader.fieldnames or [])
+            ]
+            if missing:
+                raise InputError(f"{path}: no {', '.join(missing)} column; is it a run's file?")
+            for row in reader:
+                for key, (name, read, what) in columns.items():
+                    text = row[name]
+                    if text is None:
+                        raise InputError(f"{path}, line {reader.line_num}: no {name} field")
+                    try:
+                        out[key].append(read(text))
+                    except (KeyError, ValueError):
+                        raise InputError(
+                            f"{path}, line {reader.line_num}: {name} {text!r} is not {what}"
+                        ) from None
+        except csv.Error as exc:
+            raise InputError(f"{path}, line {reader.line_num}: {exc}") from None
+    return out
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """An error reading ``path`` (a folder in its place, binary garbage) as one naming it."""
+    try:
+        yield
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text; is the file damaged?") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
 def _number(text: Any) -> float | None:
     if text is None or text == "" or text == "NA":
         return None
     return float(text)
 
 
-def _value(text: str) -> Any:
+def _value(text: Any) -> Any:
     """A decision-log field as JSON: a number, a boolean, text, or null when empty."""
-    if text == "":
+    if not isinstance(text, str) or text == "":  # (None or a list: a damaged row)
         return None
     if text in ("True", "False"):
         return text == "True"
