@@ -42,6 +42,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
 
+    _refuse_empty(args, "out", "policy", "platform")
     overrides = _parse_sets(args.set or [])
     if args.policy:
         overrides["policy.name"] = args.policy
@@ -92,7 +93,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     t0 = time.perf_counter()
-    results = sim.run(progress=progress)
+    results = _run_users_code(sim, config["policy"]["name"], progress)
     elapsed = time.perf_counter() - t0
     # The results hold what the files need; the simulation's own objects (its
     # jobs, processes and cluster refer to one another) are let go before the
@@ -262,9 +263,13 @@ def _kernel_workout(say) -> None:
 
 def _cmd_build_kernels(args: argparse.Namespace) -> int:
     from hpcpower.planning import _numba, compiled
+    from hpcpower.results.export import check_folder_out
 
     if not _numba.AVAILABLE:
         raise InputError('build-kernels needs numba: pip install "hpcpower[fast]"')
+    _refuse_empty(args, "out")
+    if args.out:
+        check_folder_out(args.out)  # (before the half minute of compiling)
     say = (lambda text: None) if args.quiet else print
     say("running every policy with the twins compiled just in time (to learn their types) ...")
     try:
@@ -284,6 +289,27 @@ def _cmd_build_kernels(args: argparse.Namespace) -> int:
     made_for = "any processor of this architecture" if args.portable else "this processor"
     say(f"every later run on {made_for} loads the twins from {path.parent} (no numba import)")
     return 0
+
+
+def _refuse_empty(args: argparse.Namespace, *options: str) -> None:
+    """An option given as an empty string is a slip (an unset variable), not "the default"."""
+    for option in options:
+        if getattr(args, option, None) == "":
+            raise InputError(f"--{option}: empty; give a value or leave the option out")
+
+
+def _run_users_code(sim, policy: str, progress: bool):
+    """``sim.run()``; an error raised in a policy of the user's own code is one line naming it."""
+    if ":" not in policy:  # (a registered policy: its errors are the package's bugs)
+        return sim.run(progress=progress)
+    from hpcpower.policies.registry import user_code_error
+
+    try:
+        return sim.run(progress=progress)
+    except HpcpowerError:
+        raise
+    except Exception as exc:
+        raise user_code_error(exc, policy, f" (at t={sim.now:g} s)") from exc
 
 
 def _cmd_platforms(_args: argparse.Namespace) -> int:

@@ -284,6 +284,9 @@ def test_negative_runtime_in_paper_json_names_the_field(tmp_path, capsys):
         (("--set", "policy.timeout_s=-5"), ("timeout_s",)),
         (("--set", "simulation.initial_state=awake"), ("initial_state", "awake")),
         (("--set", "simulation.kill_at_walltime=maybe"), ("kill_at_walltime",)),
+        (("--policy", ""), ("--policy: empty",)),
+        (("--platform", ""), ("--platform: empty",)),
+        (("--policy", "rl:"), ("policy 'rl:': give the agent file",)),
     ],
     ids=lambda v: " ".join(v) if v and v[0].startswith("-") else "",
 )
@@ -725,6 +728,7 @@ def test_a_policy_of_your_own_runs_from_a_file_without_editing_the_package(
         ("no_such_module:make", "no module 'no_such_module'"),
         ("os:getcwd", "getcwd(...) returned str, not a policy"),
         ("broken.py:make", "broken.py:2: ZeroDivisionError: division by zero"),
+        ("failing.py:Failing", "failing.py:5: KeyError: 'nodes' (at t=0 s)"),
     ],
 )
 def test_a_policy_of_your_own_that_cannot_load_is_one_line(
@@ -732,6 +736,10 @@ def test_a_policy_of_your_own_that_cannot_load_is_one_line(
 ):
     (tmp_path / "student.py").write_text(STUDENT_POLICY)
     (tmp_path / "broken.py").write_text("x = 1\ny = x / 0\n")
+    (tmp_path / "failing.py").write_text(
+        "from hpcpower import Policy\n\nclass Failing(Policy):\n"
+        "    def decide(self, view):\n        return {}['nodes']\n"
+    )
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(capsys, "run", tiny_scenario, "--policy", policy, "--out", "o")
     assert_clean_error(code, out, err, needle)

@@ -335,6 +335,8 @@ def load_agent_policy(path: str | Path, **params: Any) -> AgentPolicy:
     Raises:
         InputError: see :func:`load_agent`, or another parameter.
     """
+    if not str(path).strip():
+        raise InputError("policy 'rl:': give the agent file after rl: (rl:PATH)")
     params = {k: v for k, v in params.items() if k != "timeout_s"}
     unknown = sorted(set(params) - {"name", "illegal", "overrun_release"})
     if unknown:

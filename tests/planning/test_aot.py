@@ -296,3 +296,17 @@ def test_building_without_numba_names_the_fix(monkeypatch, capsys):
     assert err.strip() == (
         'hpcpower: error: build-kernels needs numba: pip install "hpcpower[fast]"'
     )
+
+
+def test_build_kernels_checks_its_out_before_compiling(monkeypatch, tmp_path, capsys):
+    def fake_build(workout, where, *, portable, say):
+        raise AssertionError("compiled before --out was checked")
+
+    monkeypatch.setattr(_numba, "AVAILABLE", True)
+    monkeypatch.setattr(compiled, "build", fake_build)
+    (tmp_path / "afile").write_text("")
+    assert main(["build-kernels", "-q", "--out", str(tmp_path / "afile" / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hpcpower: error: --out ") and "a file is in the way" in err
+    assert main(["build-kernels", "-q", "--out", ""]) == 2
+    assert "--out: empty" in capsys.readouterr().err
