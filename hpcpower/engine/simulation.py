@@ -648,9 +648,12 @@ class Simulation:
         """Run to the end (returns the :meth:`record`) or to ``until`` (returns ``None``).
 
         Args:
-            until: Stop at this simulated time; call again to continue.
+            until: Stop at this simulated time; call again to continue
+                (``math.inf``: to the end, as without it, returning ``None``).
             progress: Show a progress bar of finished jobs.
         """
+        if until is not None and math.isnan(until):
+            raise InputError("run(until=nan): give a time in seconds")
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -670,11 +673,12 @@ class Simulation:
                 "give a later time"
             )
         try:
-            if until is not None:
+            if until is not None and until < math.inf:
                 _simpy.process(self.env, until, self)
                 if not self.finished and until > self.env.now:
                     self.env.run(until=until)
                 return None
+            # (To the end: a run that stalls is an error, not a clock moved to infinity.)
             if not self.finished:
                 _simpy.process(self.env, math.inf, self)
                 if not self.finished:
@@ -683,7 +687,7 @@ class Simulation:
             if bar is not None:
                 bar.close()
                 self._progress = None
-        return self.record()
+        return self.record() if until is None else None
 
     def peek(self) -> float:
         """Time of the next event, ``inf`` once the run has ended."""

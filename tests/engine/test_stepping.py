@@ -130,3 +130,22 @@ def test_unsubscribing_and_unknown_kinds():
     assert calls == []
     with pytest.raises(InputError, match="unknown event kind 'start': use job_start, job_end"):
         sim.on("start", print)
+
+
+def test_run_until_infinity_runs_to_the_end_and_until_nan_is_refused():
+    from conftest import Scripted
+
+    from hpcpower.errors import PolicyError
+
+    jobs = [job(0, 0, 1, 10), job(1, 5, 1, 20)]
+    whole = Simulation(tiny_platform(2), jobs, make_policy("snf-ipm")).run().summary
+    sim = Simulation(tiny_platform(2), jobs, make_policy("snf-ipm"))
+    with pytest.raises(InputError, match=r"^run\(until=nan\): give a time in seconds$"):
+        sim.run(until=math.nan)
+    assert sim.run(until=math.inf) is None and sim.finished
+    assert sim.results().summary == whole
+    # A run that cannot go on stops as without until, its clock where it stalled.
+    stalled = Simulation(tiny_platform(2), jobs[:1], Scripted({0.0: {}}))
+    with pytest.raises(PolicyError, match="stalled at t=0 s"):
+        stalled.run(until=math.inf)
+    assert stalled.now == 0.0
