@@ -28,7 +28,7 @@ from hpcpower.engine.decisionlog import DecisionLog
 from hpcpower.engine.storage import CountRows
 from hpcpower.errors import InputError, require
 from hpcpower.results._memory import release_free_memory
-from hpcpower.results.records import Results
+from hpcpower.results.records import Results, _without_spans
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
 
 JOBS_COLUMNS = (
@@ -539,7 +539,7 @@ def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes
     extra: list[tuple[Any, int, Any, Any]] = [
         (node[ended], 1, int(NodeState.IDLE), a["end_s"][ended])
     ]
-    extra.append((np.setdiff1d(nodes, node), 2, initial, 0.0))
+    extra.append((_without_spans(nodes, node), 2, initial, 0.0))
     if node_state is not None:
         extra.append((nodes, 3, node_state[nodes], end_s))
     # Every node's candidate changes in order: (node, slot, state, time).

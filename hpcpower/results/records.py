@@ -502,38 +502,37 @@ def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) 
     shown = (end > start) | ~moved
     tail_clock = np.maximum(clock, end)
     tail = last & (tail_clock < end_s)
-    idle_nodes = np.setdiff1d(nodes, node) if end_s > 0 else nodes[:0]
-    parts = [
-        # (node, slot, state, start, end, job): slot orders a node's rows.
-        (node[gap], 3 * np.flatnonzero(gap), resting[gap], clock[gap], start[gap], -1),
-        (
-            node[shown],
-            3 * np.flatnonzero(shown) + 1,
-            state[shown],
-            start[shown],
-            end[shown],
-            job[shown],
-        ),
-        (
-            node[tail],
-            3 * np.flatnonzero(tail) + 2,
-            resting_after[tail],
-            tail_clock[tail],
-            end_s,
-            -1,
-        ),
-        (idle_nodes, -1, initial, 0.0, end_s, -1),
-    ]
-    out = {
-        name: np.concatenate([np.broadcast_to(np.asarray(p[k]), len(p[0])) for p in parts])
-        for k, name in enumerate(("node", "slot", *_INTERVAL_COLUMNS[1:]))
+    # Span by span, its rows in that order (gap, span, tail): the spans are
+    # in node order, so the rows are too, with no sort.
+    kept = np.stack((gap, shown, tail), axis=1).ravel()
+    rows = {
+        "node": np.repeat(node, 3)[kept],
+        "state": np.stack((resting, state, resting_after), axis=1).ravel()[kept],
+        "start_s": np.stack((clock, start, tail_clock), axis=1).ravel()[kept],
+        "end_s": np.stack((start, end, np.full(m, end_s)), axis=1).ravel()[kept],
+        "job_id": np.stack((np.full(m, -1), job, np.full(m, -1)), axis=1).ravel()[kept],
     }
-    order = np.lexsort((out.pop("slot"), out["node"]))
+    idle_nodes = _without_spans(nodes, node) if end_s > 0 else nodes[:0]
+    if len(idle_nodes):
+        # Each resting the whole run, before the rows of the nodes after it.
+        at = np.searchsorted(rows["node"], idle_nodes)
+        rest = {"node": idle_nodes, "state": initial, "start_s": 0.0, "end_s": end_s, "job_id": -1}
+        rows = {name: np.insert(column, at, rest[name]) for name, column in rows.items()}
     dtypes = {"node": np.int64, "state": np.int8, "job_id": np.int64}
-    return {
-        name: column[order].astype(dtypes.get(name, float), copy=False)
-        for name, column in out.items()
-    }
+    return {name: rows[name].astype(dtypes.get(name, float), copy=False) for name in rows}
+
+
+def _without_spans(nodes: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """The ids of ``nodes`` (consecutive, increasing) that are not in ``node``.
+
+    (``np.setdiff1d`` sorts ``node`` first: most of the cost of a chunk of
+    one node on a whole trace.)
+    """
+    if not len(nodes):
+        return nodes
+    seen = np.zeros(len(nodes), dtype=bool)
+    seen[node - nodes[0]] = True
+    return nodes[~seen]
 
 
 def _running_clock(nodes: list[int], ends: list[float]) -> np.ndarray:
