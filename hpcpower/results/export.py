@@ -326,28 +326,36 @@ class _RankOverflow(Exception):
 
 
 def _chunk_changes(
-    results: Results,
+    results: Results, instants: np.ndarray
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Every node's changes, a chunk of whole nodes at a time: ``(node, state, time, rank)``.
+    """Every node's changes, a chunk of whole nodes at a time: ``(node, state, at, rank)``.
 
-    Within a chunk the changes go node by node (increasing ids), each
-    node's in order.
+    ``at`` is the index of the change's time in ``instants``. Within a chunk
+    the changes go node by node (increasing ids), each node's in order.
     """
     n = results.time_in_state_s.shape[0]
     end_s = float(results.end_s)
     finish = np.asarray(results.jobs["finish_s"], dtype=float)
     initial = PSTATE_IDS[results.config.get("initial_state") or "idle"]
     node_state = None if results.node_state is None else np.asarray(results.node_state)
+    ends_at = tuple(_instant_index(instants, np.array([0.0, end_s])).tolist())
     # Chunks of about _SPANS_PER_CHUNK spans: whole nodes, at least one.
     chunk_nodes = max(1, min(n, _SPANS_PER_CHUNK * n // max(_span_count(results), 1)))
     for chunk, low in zip(
-        results.node_interval_chunks(chunk_nodes),
+        results.node_interval_chunks(chunk_nodes, instants=instants),
         range(0, max(n, 1), chunk_nodes),
         strict=True,
     ):
-        yield _node_changes(
-            chunk, finish, initial, node_state, end_s, np.arange(low, min(low + chunk_nodes, n))
+        c_node, c_state, c_time, rank, c_at = _node_changes(
+            chunk,
+            finish,
+            initial,
+            node_state,
+            end_s,
+            np.arange(low, min(low + chunk_nodes, n)),
+            ends_at,
         )
+        yield c_node, c_state, _instant_index(instants, c_time) if c_at is None else c_at, rank
 
 
 def _instant_index(instants: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -383,27 +391,27 @@ def _placed_changes(
     # its initial state and its state at the end.)
     most = 2 * _span_count(results) + 4 * n
     cursor = np.zeros(len(instants) + 1, dtype=np.int32 if most < 2**31 else np.int64)
-    for _, _, time_s, rank in _chunk_changes(results):
+    for _, _, at, rank in _chunk_changes(results, instants):
         if len(rank) and int(rank.max()) >= _PLACED_RANKS:
             raise _RankOverflow
-        time_s, count = np.unique(time_s, return_counts=True)
-        cursor[_instant_index(instants, time_s) + 1] += count
+        at, count = np.unique(at, return_counts=True)
+        cursor[at + 1] += count
     np.cumsum(cursor, out=cursor)
     m = int(cursor[-1])
     release_free_memory()  # (the first pass's temporaries, before the second's arrays)
     nodes: np.ndarray = np.empty(m, dtype=_smallest_int(max(1, (n - 1).bit_length())))
     codes = np.empty(m, dtype=np.uint8)
-    for c_node, c_state, time_s, rank in _chunk_changes(results):
-        order = np.argsort(time_s, kind="stable")
-        time_s = time_s[order]
-        # The instants, looked up once per run of equal times.
-        run = np.ones(len(time_s), dtype=bool)
-        run[1:] = (time_s[1:] != time_s[:-1]) & ~(np.isnan(time_s[1:]) & np.isnan(time_s[:-1]))
+    for c_node, c_state, c_at, rank in _chunk_changes(results, instants):
+        order = np.argsort(c_at, kind="stable")
+        c_at = c_at[order]
+        # The runs of changes at one instant.
+        run = np.ones(len(c_at), dtype=bool)
+        run[1:] = c_at[1:] != c_at[:-1]
         heads = np.flatnonzero(run)
-        at = _instant_index(instants, time_s[heads])
-        sizes = np.diff(np.append(heads, len(time_s)))
+        at = c_at[heads]
+        sizes = np.diff(np.append(heads, len(c_at)))
         # Each change's place: its instant's cursor, then its rank in the run.
-        place = np.repeat(cursor[at] - heads, sizes) + np.arange(len(time_s))
+        place = np.repeat(cursor[at] - heads, sizes) + np.arange(len(c_at))
         nodes[place] = c_node[order]
         codes[place] = ((rank << 3) | c_state)[order]
         cursor[at] += sizes
@@ -480,8 +488,7 @@ def _sorted_changes(
     node_bits = max(1, (n - 1).bit_length())
     keys: list[np.ndarray] = []
     highs: list[np.ndarray] = []
-    for c_node, c_state, time_s, rank in _chunk_changes(results):
-        at = _instant_index(instants, time_s)
+    for c_node, c_state, at, rank in _chunk_changes(results, instants):
         keys.append(
             (rank.astype(np.uint64) << np.uint64(3 + node_bits))
             | (c_state.astype(np.uint64) << np.uint64(node_bits))
@@ -528,21 +535,45 @@ _PLACED_RANKS = 32
 _SPANS_PER_CHUNK = 1 << 14
 
 
-def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes) -> tuple:
-    """The kept changes of one chunk of intervals (of ``nodes``): ``(node, state, time, rank)``."""
+def _node_changes(
+    a: dict,
+    finish,
+    initial: int,
+    node_state,
+    end_s: float,
+    nodes,
+    ends_at: tuple[int, int] | None = None,
+) -> tuple:
+    """The kept changes of one chunk of intervals (of ``nodes``): ``(node, state, time, rank, at)``.
+
+    ``at``: the index of each change's time among the instants, when the
+    intervals have theirs (``start_at``, ``end_at``); else ``None``.
+    ``ends_at``: the indices of time 0 and of ``end_s`` (needed with theirs).
+    """
     node, state, start, job = a["node"], a["state"], a["start_s"], a["job_id"]
     # After each node's last interval: idle again after a job ending at its end.
     last = np.ones(len(node), dtype=bool)
     last[:-1] = node[1:] != node[:-1]
     ended = last & (state == COMPUTING)
     ended[ended] = finish[job[ended]] == a["end_s"][ended]
-    extra: list[tuple[Any, int, Any, Any]] = [
-        (node[ended], 1, int(NodeState.IDLE), a["end_s"][ended])
+    # (node, slot, state, time, index of the time or None)
+    indexed = "start_at" in a
+    zero_at, end_s_at = (None, None) if ends_at is None else ends_at
+    if indexed and ends_at is None:
+        raise ValueError("intervals with their instants' indices need ends_at")
+    extra: list[tuple[Any, int, Any, Any, Any]] = [
+        (
+            node[ended],
+            1,
+            int(NodeState.IDLE),
+            a["end_s"][ended],
+            a["end_at"][ended] if indexed else None,
+        )
     ]
-    extra.append((_without_spans(nodes, node), 2, initial, 0.0))
+    extra.append((_without_spans(nodes, node), 2, initial, 0.0, zero_at))
     if node_state is not None:
-        extra.append((nodes, 3, node_state[nodes], end_s))
-    # Every node's candidate changes in order: (node, slot, state, time).
+        extra.append((nodes, 3, node_state[nodes], end_s, end_s_at))
+    # Every node's candidate changes in order: (node, slot, state, time[, at]).
     size = len(node)
     columns = [
         np.concatenate([node] + [np.asarray(e[0], dtype=np.int64) for e in extra]),
@@ -555,8 +586,14 @@ def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes
             [start] + [np.broadcast_to(np.asarray(e[3], float), len(e[0])) for e in extra]
         ),
     ]
+    if indexed:
+        columns.append(
+            np.concatenate(
+                [a["start_at"]] + [np.broadcast_to(np.asarray(e[4]), len(e[0])) for e in extra]
+            )
+        )
     order = np.lexsort((columns[1], columns[0]))
-    c_node, _, c_state, c_time = (column[order] for column in columns)
+    c_node, _, c_state, c_time, *c_at = (column[order] for column in columns)
     # A change is kept when its state differs from the node's change before.
     new_node = np.ones(len(c_node), dtype=bool)
     new_node[1:] = c_node[1:] != c_node[:-1]
@@ -568,7 +605,13 @@ def _node_changes(a: dict, finish, initial: int, node_state, end_s: float, nodes
     run_start[1:] |= c_time[1:] != c_time[:-1]
     positions = np.arange(len(c_node))
     rank = positions - np.maximum.accumulate(np.where(run_start, positions, 0))
-    return c_node.astype(np.int32), c_state.astype(np.int8), c_time, rank.astype(np.int32)
+    return (
+        c_node.astype(np.int32),
+        c_state.astype(np.int8),
+        c_time,
+        rank.astype(np.int32),
+        c_at[0][kept] if c_at else None,
+    )
 
 
 def write_pstate_changes_csv(

@@ -329,7 +329,9 @@ class Results:
             table[:, 3].copy(),
         )
 
-    def node_interval_chunks(self, nodes_per_chunk: int = 32) -> Iterator[dict[str, np.ndarray]]:
+    def node_interval_chunks(
+        self, nodes_per_chunk: int = 32, *, instants: np.ndarray | None = None
+    ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`node_interval_arrays`, a few nodes at a time (bounded memory on whole traces).
 
         A node's spans (its jobs, then its transitions, in time order; ties
@@ -338,6 +340,12 @@ class Results:
         after a switch-on idle, after a switch-off asleep. Zero-length spans
         other than jobs are left out. Each chunk holds every interval of
         ``nodes_per_chunk`` consecutive nodes, node by node, in time order.
+
+        With ``instants`` (:meth:`interval_instants`), each chunk also has
+        ``start_at`` and ``end_at``: the index in ``instants`` of each
+        interval's start and end, looked up once per job and per transition
+        rather than once per interval (unless a span has no time, NaN, as
+        only a hand-made record's can: then the chunks come without them).
         """
         n = self.time_in_state_s.shape[0]
         end_s = float(self.end_s)
@@ -359,6 +367,21 @@ class Results:
         job_ends = np.cumsum(sizes)
         n_job_spans = int(job_ends[-1]) if len(job_ends) else 0
         moved = len(move_node) > 0
+        spanned = sizes > 0
+        if instants is not None and any(
+            np.isnan(bound).any()
+            for bound in (job_start[spanned], job_end[spanned], move_start, move_end)
+        ):
+            instants = None  # (a hand-made record's span without a time: looked up as times)
+        if instants is not None:
+            # Where each job and transition starts and ends among the instants.
+            at = (
+                _index_in(instants, job_start),
+                _index_in(instants, job_end),
+                _index_in(instants, move_start),
+                _index_in(instants, np.minimum(move_end, end_s)),
+            )
+            ends_at = (_index_in(instants, np.zeros(1))[0], _index_in(instants, [end_s])[0])
         bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
         for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
             high = min(low + nodes_per_chunk, n)
@@ -376,6 +399,13 @@ class Results:
                 np.arange(low, high),
                 initial,
                 end_s,
+                None
+                if instants is None
+                else (
+                    np.where(job, at[0][ref_job], at[2][row] if moved else 0),
+                    np.where(job, at[1][ref_job], at[3][row] if moved else 0),
+                    *ends_at,
+                ),
             )
 
     def to_pandas(self, what: str = "jobs"):
@@ -470,8 +500,16 @@ def _group_by_node(parts: Iterable[np.ndarray], firsts: np.ndarray) -> np.ndarra
     return grouped
 
 
-def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) -> dict:
-    """The intervals of ``nodes`` from their spans (see :meth:`Results.node_interval_chunks`)."""
+def _intervals(
+    node, start, end, state, job, nodes, initial: int, end_s: float, at: tuple | None = None
+) -> dict:
+    """The intervals of ``nodes`` from their spans (see :meth:`Results.node_interval_chunks`).
+
+    ``at``: ``(start_at, end_at, zero_at, end_s_at)``, the instants' indices
+    of each span's start and end, of time 0 and of ``end_s``; the intervals
+    then have ``start_at`` and ``end_at`` too. (The index is monotone in the
+    time, so the latest of two times has the larger index.)
+    """
     # Node by node, by (start, end); ties keep the order given (stable).
     order = np.lexsort((end, start, node))
     node, start, end, state, job = (a[order] for a in (node, start, end, state, job))
@@ -484,7 +522,8 @@ def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) 
     clock = np.zeros(m)
     clock[1:] = end[:-1]
     clock[first] = 0.0
-    if np.any(clock[1:] > start[1:]):  # overlapping spans: the running maximum
+    overlapping = bool(np.any(clock[1:] > start[1:]))
+    if overlapping:  # the running maximum
         clock = _running_clock(node.tolist(), end.tolist())
     # The state a node rests in before each span: after its latest transition.
     moved = state != COMPUTING
@@ -512,14 +551,37 @@ def _intervals(node, start, end, state, job, nodes, initial: int, end_s: float) 
         "end_s": np.stack((start, end, np.full(m, end_s)), axis=1).ravel()[kept],
         "job_id": np.stack((np.full(m, -1), job, np.full(m, -1)), axis=1).ravel()[kept],
     }
+    rest: dict[str, Any] = {"state": initial, "start_s": 0.0, "end_s": end_s, "job_id": -1}
+    if at is not None:
+        zero_at, end_s_at = at[2], at[3]
+        start_at, end_at = (np.asarray(a, dtype=np.int64)[order] for a in at[:2])
+        clock_at = np.empty(m, dtype=np.int64)
+        clock_at[1:] = end_at[:-1]
+        if overlapping:
+            clock_at = _running_clock(node.tolist(), end_at.tolist()).astype(np.int64)
+        clock_at[first] = zero_at
+        tail_at = np.maximum(clock_at, end_at)
+        rows["start_at"] = np.stack((clock_at, start_at, tail_at), axis=1).ravel()[kept]
+        rows["end_at"] = np.stack((start_at, end_at, np.full(m, end_s_at)), axis=1).ravel()[kept]
+        rest.update(start_at=zero_at, end_at=end_s_at)
     idle_nodes = _without_spans(nodes, node) if end_s > 0 else nodes[:0]
     if len(idle_nodes):
         # Each resting the whole run, before the rows of the nodes after it.
-        at = np.searchsorted(rows["node"], idle_nodes)
-        rest = {"node": idle_nodes, "state": initial, "start_s": 0.0, "end_s": end_s, "job_id": -1}
-        rows = {name: np.insert(column, at, rest[name]) for name, column in rows.items()}
+        place = np.searchsorted(rows["node"], idle_nodes)
+        rest["node"] = idle_nodes
+        rows = {name: np.insert(column, place, rest[name]) for name, column in rows.items()}
     dtypes = {"node": np.int64, "state": np.int8, "job_id": np.int64}
+    dtypes.update(start_at=np.int64, end_at=np.int64)
     return {name: rows[name].astype(dtypes.get(name, float), copy=False) for name in rows}
+
+
+def _index_in(instants: np.ndarray, times) -> np.ndarray:
+    """The index of each of ``times`` in ``instants`` (which must hold them all)."""
+    times = np.asarray(times, dtype=float)
+    at = np.searchsorted(instants, times)
+    if not np.array_equal(instants[np.minimum(at, len(instants) - 1)], times, equal_nan=True):
+        raise RuntimeError("a time of the run's intervals is not among its instants")
+    return at
 
 
 def _without_spans(nodes: np.ndarray, node: np.ndarray) -> np.ndarray:

@@ -571,6 +571,45 @@ def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
         assert (tmp_path / "blocks" / name).read_bytes() == whole, name
 
 
+def test_interval_chunks_with_the_instants_index_their_bounds():
+    """Looked up once per job and per transition, each interval's start_at and end_at index
+    its start and end among the run's instants, and the intervals are those without them:
+    also with overlapping spans (the running clock) and a run cut short. A hand-made span with
+    no time (a job with nodes but no start) has none; its chunks come without them, and its
+    state changes are those of a sort by four keys all the same."""
+    jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:120]
+    sim = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3)
+    results = sim.run()
+    sim = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3)
+    sim.run(until=20_000.0)
+    cut = sim.results()
+    overlapping = dataclasses.replace(
+        results,
+        transitions=list(results.transitions) + [(0, 1 + k % 2, 3.0, 4.0 + k) for k in range(40)],
+    )
+    for each in (results, cut, overlapping):
+        instants = each.interval_instants()
+        for plain, indexed in zip(
+            each.node_interval_chunks(5),
+            each.node_interval_chunks(5, instants=instants),
+            strict=True,
+        ):
+            assert set(indexed) == {*plain, "start_at", "end_at"}
+            for name, column in plain.items():
+                assert indexed[name].tolist() == column.tolist(), name
+            assert instants[indexed["start_at"]].tolist() == plain["start_s"].tolist()
+            assert instants[indexed["end_at"]].tolist() == plain["end_s"].tolist()
+    assert len(cut.transitions) < len(results.transitions)
+    times = {name: column.copy() for name, column in results.jobs.items()}
+    assert math.isnan(times["start_s"][3])  # (a job never started: its NaN is no span's)
+    times["start_s"][4] = math.nan
+    no_time = dataclasses.replace(results, jobs=times)
+    instants = no_time.interval_instants()
+    assert all("start_at" not in c for c in no_time.node_interval_chunks(5, instants=instants))
+    got = export.pstate_change_arrays(no_time)
+    assert [a.tolist() for a in got] == [a.tolist() for a in _changes_by_four_keys(no_time)]
+
+
 def _changes_by_four_keys(results):
     """The state-change groups of a stable sort by (time, rank, state, node), chunk by chunk."""
     n = results.time_in_state_s.shape[0]
