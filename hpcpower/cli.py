@@ -38,6 +38,7 @@ def _parse_sets(items: Sequence[str]) -> dict[str, object]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from hpcpower.results._memory import map_large_allocations
     from hpcpower.results.export import check_out, require_parquet, write_all
     from hpcpower.scenario import resolve
     from hpcpower.simulation import Simulation
@@ -100,6 +101,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # files of a whole trace are made.
     del sim
     gc.collect()
+    # (This process only writes the files now: their large temporaries are
+    # given back as they are freed, not left as holes in the heap.)
+    map_large_allocations()
     paths = write_all(results, out, force=args.force, parquet=args.parquet)
     if args.json:
         from hpcpower.results.export import summary_json

@@ -186,7 +186,8 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
     completed = t["state"] == "completed"
     # A job's energy: its nodes' computing power times its run (completed jobs only).
     node_power = _power_model(results)[:, COMPUTING]
-    done = completed & results._allocated(results.allocation_sizes())
+    counts = results.allocation_sizes()
+    done = completed & results._allocated(counts)
     killed = t["killed"].astype(bool)
     final = [_FINAL_STATES[state] for state in t["state"].tolist()]
     for k in np.flatnonzero(killed).tolist():
@@ -219,28 +220,56 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
             itertools.repeat("", high - low),
         )
 
-    _write_csv(path, JOBS_COLUMNS, len(run), rows)
+    # (Blocks of jobs holding about _GANG_IDS_AT_ONCE node ids: a block's
+    # allocations and their text are the step's largest temporaries.)
+    _write_csv(path, JOBS_COLUMNS, len(run), rows, blocks=_blocks_of(counts, _GANG_IDS_AT_ONCE))
 
 
 #: Rows of a CSV file made into text at once (bounded memory on whole traces).
 _ROWS_AT_ONCE = 1 << 14
+#: Node ids of the jobs' allocations made into text at once (about 10 MB of temporaries).
+_GANG_IDS_AT_ONCE = 1 << 18
+
+
+def _blocks_of(sizes: np.ndarray, most: int) -> list[int]:
+    """Where blocks of rows begin (the row count last), ``_ROWS_AT_ONCE`` rows at most each.
+
+    Each block's ``sizes`` add up to ``most`` at most, or the block is one row.
+    """
+    ends = np.cumsum(sizes)
+    starts = [0]
+    n = len(sizes)
+    while starts[-1] < n:
+        low = starts[-1]
+        high = int(np.searchsorted(ends, (ends[low - 1] if low else 0) + most, side="right"))
+        starts.append(min(max(high, low + 1), low + _ROWS_AT_ONCE, n))
+    return starts
 
 
 def _write_csv(
-    path: str | Path, header: Sequence[str], n_rows: int, rows, *, plain: bool = False
+    path: str | Path,
+    header: Sequence[str],
+    n_rows: int,
+    rows,
+    *,
+    plain: bool = False,
+    blocks: Sequence[int] | None = None,
 ) -> None:
     """Write a CSV file whose rows ``low:high`` are the columns ``rows(low, high)`` (as text).
 
     The rows are made into text a block at a time, so that a whole trace's
-    file never has all its text in memory at once. ``plain``: every field
-    is a string that ``csv`` writes as it is (numbers, interval sets, with
-    two columns or more), so the lines are joined directly: the same text.
+    file never has all its text in memory at once: blocks of
+    ``_ROWS_AT_ONCE`` rows, or those beginning at each of ``blocks`` (the
+    row count last). ``plain``: every field is a string that ``csv`` writes
+    as it is (numbers, interval sets, with two columns or more), so the
+    lines are joined directly: the same text.
     """
+    if blocks is None:
+        blocks = [*range(0, n_rows, _ROWS_AT_ONCE), n_rows]
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
-        for low in range(0, n_rows, _ROWS_AT_ONCE):
-            high = min(low + _ROWS_AT_ONCE, n_rows)
+        for low, high in itertools.pairwise(blocks):
             if plain:
                 fh.write("\r\n".join(map(",".join, zip(*rows(low, high), strict=True))))
                 fh.write("\r\n")

@@ -9,7 +9,6 @@ summary entries through ``Policy.summarise``). Field-by-field definitions are in
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -355,17 +354,16 @@ class Results:
         job_end = np.where(np.isnan(t["finish_s"]), end_s, t["finish_s"])
         sizes = self.allocation_sizes()
         move_node, move_state, move_start, move_end = self._transition_columns()
-        # Every span is numbered: the jobs' node ids in job order, then the
-        # transitions. Grouped node by node, each node's spans in that order.
-        # (The jobs' ids are read a block of jobs at a time, twice, rather
-        # than held as one array of a whole trace's ids while they are grouped.)
+        # The spans: the jobs' node ids in job order, then the transitions.
+        # Grouped node by node, each node's spans in that order. (The jobs'
+        # ids are read a block of jobs at a time, once to count and once per
+        # range of nodes, rather than held as one array of a whole trace's
+        # ids while they are grouped.)
         per_node = _node_counts(move_node, n)
         for block in self._allocation_blocks():
             per_node += _node_counts(block, n)
         firsts = np.concatenate(([0], np.cumsum(per_node)))
-        by_node = _group_by_node(itertools.chain(self._allocation_blocks(), [move_node]), firsts)
-        job_ends = np.cumsum(sizes)
-        n_job_spans = int(job_ends[-1]) if len(job_ends) else 0
+        n_jobs = len(sizes)
         moved = len(move_node) > 0
         spanned = sizes > 0
         if instants is not None and any(
@@ -382,31 +380,55 @@ class Results:
                 _index_in(instants, np.minimum(move_end, end_s)),
             )
             ends_at = (_index_in(instants, np.zeros(1))[0], _index_in(instants, [end_s])[0])
-        bounds = firsts[np.minimum(np.arange(0, n + nodes_per_chunk, nodes_per_chunk), n)]
-        for k, low in enumerate(range(0, max(n, 1), nodes_per_chunk)):
-            high = min(low + nodes_per_chunk, n)
-            picked = by_node[bounds[k] : bounds[k + 1]]
-            job = picked < n_job_spans
-            ref = np.searchsorted(job_ends, picked, side="right")  # (for a job's span)
-            row = np.where(job, 0, picked - n_job_spans)
-            ref_job = np.where(job, ref, 0)
-            yield _intervals(
-                np.repeat(np.arange(low, high, dtype=np.int64), per_node[low:high]),
-                np.where(job, job_start[ref_job], move_start[row] if moved else 0.0),
-                np.where(job, job_end[ref_job], np.minimum(move_end[row], end_s) if moved else 0.0),
-                np.where(job, COMPUTING, move_state[row] if moved else 0).astype(np.int8),
-                np.where(job, ref, -1),
-                np.arange(low, high),
-                initial,
-                end_s,
-                None
-                if instants is None
-                else (
-                    np.where(job, at[0][ref_job], at[2][row] if moved else 0),
-                    np.where(job, at[1][ref_job], at[3][row] if moved else 0),
-                    *ends_at,
-                ),
-            )
+        starts = range(0, max(n, 1), nodes_per_chunk)
+        for first, last in _node_ranges(firsts, nodes_per_chunk):
+            # The spans of nodes first:last by node, each node's in order
+            # (its jobs, then its transitions): the job's index for a job's
+            # span, n_jobs plus the row for a transition's.
+            by_node = _group_by_node(self._span_refs(sizes, move_node), firsts, first, last)
+            for low in starts[first // nodes_per_chunk : max(-(-last // nodes_per_chunk), 1)]:
+                high = min(low + nodes_per_chunk, n)
+                picked = by_node[firsts[low] - firsts[first] : firsts[high] - firsts[first]]
+                job = picked < n_jobs
+                ref = np.where(job, picked, 0)
+                row = np.where(job, 0, picked - n_jobs)
+                yield _intervals(
+                    np.repeat(np.arange(low, high, dtype=np.int64), per_node[low:high]),
+                    np.where(job, job_start[ref], move_start[row] if moved else 0.0),
+                    np.where(job, job_end[ref], np.minimum(move_end[row], end_s) if moved else 0.0),
+                    np.where(job, COMPUTING, move_state[row] if moved else 0).astype(np.int8),
+                    np.where(job, picked, -1),
+                    np.arange(low, high),
+                    initial,
+                    end_s,
+                    None
+                    if instants is None
+                    else (
+                        np.where(job, at[0][ref], at[2][row] if moved else 0),
+                        np.where(job, at[1][ref], at[3][row] if moved else 0),
+                        *ends_at,
+                    ),
+                )
+            # (Let the range go before the next is grouped: the chunks' slices
+            # view it. Every range has a chunk at least, so all are bound.)
+            del by_node, picked, ref, row, job
+
+    def _span_refs(
+        self, sizes: np.ndarray, move_node: np.ndarray
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every span's node and reference, a block at a time: ``(nodes, refs)``.
+
+        The jobs' node ids in job order, each referring to its job's index,
+        then the transitions' nodes, each referring to ``len(sizes)`` plus its row.
+        """
+        n_jobs = len(sizes)
+        kind = np.int32 if n_jobs + len(move_node) < 2**31 else np.int64
+        for low, block in zip(
+            range(0, n_jobs, _JOBS_AT_ONCE), self._allocation_blocks(), strict=True
+        ):
+            high = min(low + _JOBS_AT_ONCE, n_jobs)
+            yield block, np.repeat(np.arange(low, high, dtype=kind), sizes[low:high])
+        yield move_node, np.arange(n_jobs, n_jobs + len(move_node), dtype=kind)
 
     def to_pandas(self, what: str = "jobs"):
         """A table as a DataFrame: ``"jobs"``, ``"nodes"``, ``"states"`` or ``"decisions"``."""
@@ -458,6 +480,10 @@ _INTERVAL_COLUMNS = ("node", "state", "start_s", "end_s", "job_id")
 _JOBS_AT_ONCE = 4096
 #: Spans :func:`_group_by_node` sorts at once (bounded temporary arrays).
 _SPANS_AT_ONCE = 1 << 16
+#: Spans grouped by node at once, at least (:func:`_node_ranges`): 16 MB of int32.
+_GROUPED_AT_ONCE = 1 << 22
+#: Node ranges a run's spans are grouped in, at most about (:func:`_node_ranges`).
+_RANGES = 4
 
 
 def _node_counts(nodes: np.ndarray, n: int) -> np.ndarray:
@@ -472,32 +498,64 @@ def _node_counts(nodes: np.ndarray, n: int) -> np.ndarray:
     return counts
 
 
-def _group_by_node(parts: Iterable[np.ndarray], firsts: np.ndarray) -> np.ndarray:
-    """The span numbers grouped by node, each node's in increasing order.
+def _node_ranges(firsts: np.ndarray, nodes_per_chunk: int) -> list[tuple[int, int]]:
+    """Ranges of whole chunks of nodes whose spans are grouped at once (see :func:`_group_by_node`).
 
-    ``parts`` hold the node of each span, numbered on from one part to the
-    next; ``firsts[v]`` is where node ``v``'s spans begin. The same as a
-    stable argsort of all the nodes joined, without the joined array or an
-    index array of int64 the size of the whole: each block of spans is
-    sorted alone and put after the node's spans of the blocks before.
+    Each range holds at most ``max(_GROUPED_AT_ONCE, spans / _RANGES)``
+    spans, or one chunk: the grouped spans of a whole trace are not held at
+    once (4 bytes a span), for a read of the allocations per range (at
+    most about ``_RANGES`` of them, so that the reads do not grow with the
+    square of the trace).
     """
-    total = int(firsts[-1])
-    grouped = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
     n = len(firsts) - 1
-    cursor = firsts[:-1].copy()
-    offset = 0
-    for part in parts:
-        for low in range(0, len(part), _SPANS_AT_ONCE):
-            block = part[low : low + _SPANS_AT_ONCE]
+    most = max(_GROUPED_AT_ONCE, -(-int(firsts[-1]) // _RANGES))
+    # Where each chunk begins among the spans (and the end of the last).
+    bounds = firsts[np.append(np.arange(0, n, nodes_per_chunk), n)]
+    ranges = []
+    k = 0
+    while k < len(bounds) - 1:
+        # As many whole chunks as fit, at least one.
+        stop = max(int(np.searchsorted(bounds, bounds[k] + most, side="right")) - 1, k + 1)
+        ranges.append((k * nodes_per_chunk, min(stop * nodes_per_chunk, n)))
+        k = stop
+    return ranges or [(0, 0)]
+
+
+def _group_by_node(
+    parts: Iterable[tuple[np.ndarray, np.ndarray]], firsts: np.ndarray, first: int, last: int
+) -> np.ndarray:
+    """The references of the spans of nodes ``first:last``, grouped by node, each node's in order.
+
+    ``parts`` hold ``(nodes, refs)``: the node and the reference of each
+    span; ``firsts[v]`` is where node ``v``'s spans begin among all spans.
+    The same as the references in the order of a stable argsort of the
+    nodes of the range, without joining the parts or an index array of
+    int64 the size of the whole: each block of spans is sorted alone and
+    put after the node's spans of the blocks before.
+    """
+    n = len(firsts) - 1
+    total = int(firsts[last] - firsts[first])
+    grouped = None
+    cursor = firsts[first:last] - firsts[first]
+    whole = first == 0 and last == n
+    for nodes, refs in parts:
+        if grouped is None:
+            grouped = np.empty(total, dtype=refs.dtype)
+        for low in range(0, len(nodes), _SPANS_AT_ONCE):
+            block = nodes[low : low + _SPANS_AT_ONCE]
+            ref = refs[low : low + _SPANS_AT_ONCE]
+            if not whole:
+                kept = (block >= first) & (block < last)
+                block = block[kept] - first
+                ref = ref[kept]
             order = np.argsort(block, kind="stable")
-            nodes = block[order]
-            count = np.bincount(block, minlength=n)[:n]
+            count = np.bincount(block, minlength=last - first)[: last - first]
+            sorted_nodes = block[order]
             # A span's place among its node's spans of this block.
-            rank = np.arange(len(block)) - (np.cumsum(count) - count)[nodes]
-            grouped[cursor[nodes] + rank] = order + (offset + low)
+            rank = np.arange(len(block)) - (np.cumsum(count) - count)[sorted_nodes]
+            grouped[cursor[sorted_nodes] + rank] = ref[order]
             cursor += count
-        offset += len(part)
-    return grouped
+    return np.zeros(0, dtype=np.int64) if grouped is None else grouped
 
 
 def _intervals(

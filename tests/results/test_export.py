@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import platform
+import subprocess
 import sys
 
 import numpy as np
@@ -17,7 +18,7 @@ from hpcpower import Simulation, load_platform, load_workload
 from hpcpower.platform import STATE_LABELS
 from hpcpower.policies.base import Decision
 from hpcpower.policies.registry import make_policy
-from hpcpower.results import export
+from hpcpower.results import export, records
 from hpcpower.results.export import (
     JOBS_COLUMNS,
     MACHINE_COLUMNS,
@@ -459,26 +460,56 @@ def test_state_changes_are_the_intervals_read_node_by_node_in_any_chunks():
 
 @pytest.mark.parametrize("block", [1, 3, 1 << 20])
 def test_spans_grouped_by_node_are_a_stable_argsort_of_the_parts_joined(block, monkeypatch):
-    """Block by block or at once, a node's spans come in increasing order, as a stable sort gives.
+    """Block by block or at once, a node range's spans come in their order, as a stable sort gives.
 
     Two parts (a run's job spans, then its transitions) are numbered on from
     one to the next; a block that ignored the blocks before it, or the
-    offset of the second part, would misplace spans.
+    offset of the second part, would misplace spans; a range of nodes holds
+    only its own nodes' spans, and the ranges joined are the whole.
     """
     from hpcpower.results.records import _group_by_node, _node_counts
 
     monkeypatch.setattr("hpcpower.results.records._SPANS_AT_ONCE", block)
     rng = np.random.default_rng(5)
     n = 7
-    parts = (rng.integers(0, n, 40), rng.integers(0, n - 1, 25).astype(np.int32))
-    per_node = sum(np.bincount(p, minlength=n) for p in parts)
-    assert (_node_counts(parts[0], n) + _node_counts(parts[1], n)).tolist() == per_node.tolist()
-    assert _node_counts(parts[1][:0], n).tolist() == [0] * n
+    nodes = (rng.integers(0, n, 40), rng.integers(0, n - 1, 25).astype(np.int32))
+    refs = (np.arange(40, dtype=np.int32), np.arange(40, 65, dtype=np.int32))
+    parts = list(zip(nodes, refs, strict=True))
+    per_node = sum(np.bincount(p, minlength=n) for p in nodes)
+    assert (_node_counts(nodes[0], n) + _node_counts(nodes[1], n)).tolist() == per_node.tolist()
+    assert _node_counts(nodes[1][:0], n).tolist() == [0] * n
     firsts = np.concatenate(([0], np.cumsum(per_node)))
-    got = _group_by_node(parts, firsts)
+    got = _group_by_node(parts, firsts, 0, n)
     assert got.dtype == np.int32
-    assert got.tolist() == np.argsort(np.concatenate(parts), kind="stable").tolist()
-    assert _group_by_node((np.zeros(0, dtype=np.int64),), np.zeros(n + 1, dtype=np.int64)).size == 0
+    joined = np.concatenate(nodes)
+    assert got.tolist() == np.argsort(joined, kind="stable").tolist()
+    for first, last in [(0, 2), (2, 3), (3, 7), (5, 5)]:
+        ranged = _group_by_node(parts, firsts, first, last)
+        assert ranged.tolist() == got[firsts[first] : firsts[last]].tolist()
+        assert set(joined[ranged].tolist()) <= set(range(first, last))
+    empty = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))]
+    assert _group_by_node(empty, np.zeros(n + 1, dtype=np.int64), 0, n).size == 0
+
+
+@pytest.mark.parametrize(
+    ("nodes_per_chunk", "spans", "ranges"),
+    [
+        (1, [5, 5, 5, 5], [(0, 1), (1, 2), (2, 3), (3, 4)]),  # one node a range: 5 > 4 spans
+        (2, [1, 1, 1, 1, 1], [(0, 4), (4, 5)]),  # whole chunks of two nodes, up to 4 spans
+        (1, [9, 0, 0, 1], [(0, 1), (1, 4)]),  # a chunk past the bound is a range alone
+        (3, [], [(0, 0)]),  # no node: one empty range
+    ],
+)
+def test_node_ranges_hold_whole_chunks_and_a_bounded_number_of_spans(
+    nodes_per_chunk, spans, ranges, monkeypatch
+):
+    """Spans are grouped a range of whole chunks at a time, each within the bound (or one chunk)."""
+    from hpcpower.results.records import _node_ranges
+
+    monkeypatch.setattr("hpcpower.results.records._GROUPED_AT_ONCE", 4)
+    monkeypatch.setattr("hpcpower.results.records._RANGES", 1000)
+    firsts = np.concatenate(([0], np.cumsum(spans, dtype=np.int64)))
+    assert _node_ranges(firsts, nodes_per_chunk) == ranges
 
 
 @pytest.mark.parametrize(
@@ -565,10 +596,32 @@ def test_files_written_a_few_rows_at_a_time_are_the_same(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "_ROWS_AT_ONCE", 7)
     monkeypatch.setattr(export, "_IDS_AT_ONCE", 11)
     write_all(results, tmp_path / "blocks")
+    monkeypatch.setattr(export, "_ROWS_AT_ONCE", 1000)
+    monkeypatch.setattr(export, "_GANG_IDS_AT_ONCE", 50)  # (blocks of jobs by their node ids)
+    write_all(results, tmp_path / "gangs")
     for name in ("jobs.csv", "pstate_changes.csv", "consumed_energy.csv"):
         whole = (tmp_path / "whole" / name).read_bytes()
         assert len(whole.splitlines()) > 100
         assert (tmp_path / "blocks" / name).read_bytes() == whole, name
+        assert (tmp_path / "gangs" / name).read_bytes() == whole, name
+
+
+@pytest.mark.parametrize(
+    ("sizes", "rows_at_once", "most", "blocks"),
+    [
+        ([2, 2, 2, 2, 2], 100, 4, [0, 2, 4, 5]),  # two jobs of 2 ids a block
+        ([1, 9, 1, 1, 0, 1], 100, 4, [0, 1, 2, 6]),  # a job past the bound alone
+        ([1, 1, 1, 1, 1], 2, 100, [0, 2, 4, 5]),  # at most rows_at_once rows
+        ([], 100, 4, [0]),  # no job: no block
+    ],
+)
+def test_job_rows_are_made_in_blocks_of_a_bounded_number_of_node_ids(
+    sizes, rows_at_once, most, blocks, monkeypatch
+):
+    """jobs.csv's rows are made into text a block of jobs at a time, each block's allocations
+    holding ``most`` ids at most (or one job), so a few wide jobs do not make a large block."""
+    monkeypatch.setattr(export, "_ROWS_AT_ONCE", rows_at_once)
+    assert export._blocks_of(np.array(sizes, dtype=np.int64), most) == blocks
 
 
 def test_interval_chunks_with_the_instants_index_their_bounds():
@@ -608,6 +661,43 @@ def test_interval_chunks_with_the_instants_index_their_bounds():
     assert all("start_at" not in c for c in no_time.node_interval_chunks(5, instants=instants))
     got = export.pstate_change_arrays(no_time)
     assert [a.tolist() for a in got] == [a.tolist() for a in _changes_by_four_keys(no_time)]
+
+
+@pytest.mark.parametrize("nodes_per_chunk", [1, 3, 64])
+def test_interval_chunks_are_the_same_grouped_a_node_range_at_a_time(nodes_per_chunk, monkeypatch):
+    """Spans grouped a few nodes at a time (a whole trace's, in bounded memory) give the
+    chunks of one grouping of every node, with a run's transitions and a hand-made list of
+    gangs, and the same state changes."""
+    jobs = load_workload(DATA / "lublin_256.swf.gz").jobs[:120]
+    results = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-ipm"), seed=3).run()
+    listed = dataclasses.replace(results, allocations=list(results.allocations))
+    grouped: list[tuple[int, int]] = []  # (the node ranges grouped at once)
+    group = records._group_by_node
+
+    def spied(parts, firsts, first, last):
+        grouped.append((first, last))
+        return group(parts, firsts, first, last)
+
+    for each in (results, listed):
+        instants = each.interval_instants()
+        whole = list(each.node_interval_chunks(nodes_per_chunk, instants=instants))
+        changes = export.pstate_change_arrays(each)
+        with monkeypatch.context() as m:
+            m.setattr("hpcpower.results.records._GROUPED_AT_ONCE", 40)
+            m.setattr("hpcpower.results.records._RANGES", 1000)
+            grouped.clear()
+            m.setattr("hpcpower.results.records._group_by_node", spied)
+            ranged = list(each.node_interval_chunks(nodes_per_chunk, instants=instants))
+            assert [a.tolist() for a in export.pstate_change_arrays(each)] == [
+                a.tolist() for a in changes
+            ]
+            # (Several ranges of at most 40 spans, or one chunk each.)
+            assert len(grouped) > 3 if nodes_per_chunk < 64 else set(grouped) == {(0, 64)}
+        assert len(ranged) == len(whole) == -(-64 // nodes_per_chunk)
+        for a, b in zip(whole, ranged, strict=True):
+            assert a.keys() == b.keys()
+            for name in a:
+                assert a[name].tolist() == b[name].tolist(), name
 
 
 def _changes_by_four_keys(results):
@@ -730,15 +820,15 @@ def test_free_memory_is_given_back_on_glibc_and_nowhere_else(monkeypatch):
     """The allocator's free pages go back to the system where the C library can (glibc)."""
     from hpcpower.results import _memory
 
-    _memory._malloc_trim.cache_clear()
+    _memory._libc_function.cache_clear()
     try:
         glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
         assert _memory.release_free_memory() is glibc
-        _memory._malloc_trim.cache_clear()
+        _memory._libc_function.cache_clear()
         monkeypatch.setattr(_memory.sys, "platform", "darwin")
         assert _memory.release_free_memory() is False
     finally:
-        _memory._malloc_trim.cache_clear()
+        _memory._libc_function.cache_clear()
 
 
 def test_giving_free_memory_back_starts_no_process(monkeypatch):
@@ -751,12 +841,73 @@ def test_giving_free_memory_back_starts_no_process(monkeypatch):
         raise AssertionError(f"a child process was started: {args[:1]}")
 
     monkeypatch.setattr(subprocess, "Popen", refuse)
-    _memory._malloc_trim.cache_clear()
+    _memory._libc_function.cache_clear()
     try:
         glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
         assert _memory.release_free_memory() is glibc
     finally:
-        _memory._malloc_trim.cache_clear()
+        _memory._libc_function.cache_clear()
+
+
+_HOLES = """
+import sys
+
+import numpy as np
+
+from hpcpower.results._memory import map_large_allocations
+
+
+def resident_mb():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmRSS"))
+
+
+if sys.argv[1] == "mapped":
+    assert map_large_allocations()
+big = np.ones(2 << 20)  # 16 MB, mapped and freed: glibc's threshold rises to it
+del big
+before = resident_mb()
+large, small = [], []
+for _ in range(8):
+    large.append(np.ones(1 << 20))  # 8 MB
+    small.append(np.ones(2000))  # a small block after each, still held
+del large
+print(resident_mb() - before)
+"""
+
+
+@pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"),
+    reason="glibc's allocator",
+)
+def test_large_arrays_mapped_on_their_own_are_given_back_when_freed(tmp_path):
+    """After a large array is freed, glibc serves the next ones from its heap, where freeing
+    them leaves holes counted in the process's memory (64 MB here); mapped on their own
+    (as ``hpcpower run`` has them before writing a whole trace's files), they go back."""
+    script = tmp_path / "holes.py"
+    script.write_text(_HOLES)
+    kept = {
+        how: int(
+            subprocess.run(
+                [sys.executable, str(script), how], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for how in ("heap", "mapped")
+    }
+    assert kept["heap"] >= 48
+    assert kept["mapped"] <= 8
+
+
+def test_large_allocations_are_mapped_only_on_glibc(monkeypatch):
+    """Elsewhere than glibc there is no ``mallopt``: nothing is set, and it says so."""
+    from hpcpower.results import _memory
+
+    _memory._libc_function.cache_clear()
+    try:
+        monkeypatch.setattr(_memory.sys, "platform", "darwin")
+        assert _memory.map_large_allocations() is False
+    finally:
+        _memory._libc_function.cache_clear()
 
 
 def test_allocations_read_a_block_of_jobs_at_a_time_are_the_whole():
