@@ -36,14 +36,9 @@ def _libc_function(name: str) -> Callable[..., int] | None:
     return None
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
-    """The C library's ``malloc_trim`` (glibc), or ``None`` where there is none."""
-    return _libc_function("malloc_trim")
-
-
 def release_free_memory() -> bool:
     """Return the allocator's free pages to the system; whether it could (glibc only)."""
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim")
     if trim is None:
         return False
     trim(0)

@@ -28,7 +28,7 @@ from hpcpower.engine.decisionlog import DecisionLog
 from hpcpower.engine.storage import CountRows
 from hpcpower.errors import InputError, require
 from hpcpower.results._memory import release_free_memory
-from hpcpower.results.records import Results, _without_spans
+from hpcpower.results.records import Results, _without_spans, block_starts
 from hpcpower.states import COMPUTING, STATE_CODES, STATE_LABELS, NodeState
 
 JOBS_COLUMNS = (
@@ -222,28 +222,19 @@ def write_jobs_csv(results: Results, path: str | Path) -> None:
 
     # (Blocks of jobs holding about _GANG_IDS_AT_ONCE node ids: a block's
     # allocations and their text are the step's largest temporaries.)
-    _write_csv(path, JOBS_COLUMNS, len(run), rows, blocks=_blocks_of(counts, _GANG_IDS_AT_ONCE))
+    _write_csv(
+        path,
+        JOBS_COLUMNS,
+        len(run),
+        rows,
+        blocks=block_starts(np.cumsum(counts), _GANG_IDS_AT_ONCE, _ROWS_AT_ONCE),
+    )
 
 
 #: Rows of a CSV file made into text at once (bounded memory on whole traces).
 _ROWS_AT_ONCE = 1 << 14
 #: Node ids of the jobs' allocations made into text at once (about 10 MB of temporaries).
 _GANG_IDS_AT_ONCE = 1 << 18
-
-
-def _blocks_of(sizes: np.ndarray, most: int) -> list[int]:
-    """Where blocks of rows begin (the row count last), ``_ROWS_AT_ONCE`` rows at most each.
-
-    Each block's ``sizes`` add up to ``most`` at most, or the block is one row.
-    """
-    ends = np.cumsum(sizes)
-    starts = [0]
-    n = len(sizes)
-    while starts[-1] < n:
-        low = starts[-1]
-        high = int(np.searchsorted(ends, (ends[low - 1] if low else 0) + most, side="right"))
-        starts.append(min(max(high, low + 1), low + _ROWS_AT_ONCE, n))
-    return starts
 
 
 def _write_csv(

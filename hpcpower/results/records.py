@@ -9,6 +9,7 @@ summary entries through ``Policy.summarise``). Field-by-field definitions are in
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -380,13 +381,13 @@ class Results:
                 _index_in(instants, np.minimum(move_end, end_s)),
             )
             ends_at = (_index_in(instants, np.zeros(1))[0], _index_in(instants, [end_s])[0])
-        starts = range(0, max(n, 1), nodes_per_chunk)
         for first, last in _node_ranges(firsts, nodes_per_chunk):
             # The spans of nodes first:last by node, each node's in order
             # (its jobs, then its transitions): the job's index for a job's
             # span, n_jobs plus the row for a transition's.
             by_node = _group_by_node(self._span_refs(sizes, move_node), firsts, first, last)
-            for low in starts[first // nodes_per_chunk : max(-(-last // nodes_per_chunk), 1)]:
+            # (No node: one empty chunk, as callers zip the chunks with their starts.)
+            for low in range(first, max(last, first + 1), nodes_per_chunk):
                 high = min(low + nodes_per_chunk, n)
                 picked = by_node[firsts[low] - firsts[first] : firsts[high] - firsts[first]]
                 job = picked < n_jobs
@@ -509,16 +510,29 @@ def _node_ranges(firsts: np.ndarray, nodes_per_chunk: int) -> list[tuple[int, in
     """
     n = len(firsts) - 1
     most = max(_GROUPED_AT_ONCE, -(-int(firsts[-1]) // _RANGES))
-    # Where each chunk begins among the spans (and the end of the last).
-    bounds = firsts[np.append(np.arange(0, n, nodes_per_chunk), n)]
-    ranges = []
-    k = 0
-    while k < len(bounds) - 1:
-        # As many whole chunks as fit, at least one.
-        stop = max(int(np.searchsorted(bounds, bounds[k] + most, side="right")) - 1, k + 1)
-        ranges.append((k * nodes_per_chunk, min(stop * nodes_per_chunk, n)))
-        k = stop
-    return ranges or [(0, 0)]
+    # Where each chunk ends among the spans.
+    ends = firsts[np.minimum(np.arange(nodes_per_chunk, n + nodes_per_chunk, nodes_per_chunk), n)]
+    starts = block_starts(ends, most) if n else [0, 0]
+    return [
+        (a * nodes_per_chunk, min(b * nodes_per_chunk, n)) for a, b in itertools.pairwise(starts)
+    ]
+
+
+def block_starts(ends: np.ndarray, most: int, rows: int | None = None) -> list[int]:
+    """Where blocks of items begin (the item count last): greedy, in order.
+
+    ``ends`` are the items' running totals (of spans, node ids, ...); each
+    block's total is ``most`` at most, or the block is one item, and it
+    holds ``rows`` items at most (any number for ``None``).
+    """
+    n = len(ends)
+    starts = [0]
+    while starts[-1] < n:
+        low = starts[-1]
+        high = int(np.searchsorted(ends, (ends[low - 1] if low else 0) + most, side="right"))
+        high = max(high, low + 1)
+        starts.append(min(high, n) if rows is None else min(high, low + rows, n))
+    return starts
 
 
 def _group_by_node(

@@ -621,8 +621,7 @@ def test_job_rows_are_made_in_blocks_of_a_bounded_number_of_node_ids(
 ):
     """jobs.csv's rows are made into text a block of jobs at a time, each block's allocations
     holding ``most`` ids at most (or one job), so a few wide jobs do not make a large block."""
-    monkeypatch.setattr(export, "_ROWS_AT_ONCE", rows_at_once)
-    assert export._blocks_of(np.array(sizes, dtype=np.int64), most) == blocks
+    assert export.block_starts(np.cumsum(sizes, dtype=np.int64), most, rows_at_once) == blocks
 
 
 def test_interval_chunks_with_the_instants_index_their_bounds():
