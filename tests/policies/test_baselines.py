@@ -172,3 +172,32 @@ def test_expired_node_is_cycled_when_there_is_time_and_overrun_blocks_planning()
 def test_job_finishing_as_another_arrives_hands_over_its_node_at_that_instant():
     _, start, finish = run(1, [job(0, 0, 1, 10), job(1, 10, 1, 5)], make_policy("fcfs-easy-ipm"))
     assert start == [0.0, 10.0] and finish == [10.0, 15.0]
+
+
+def test_ipm_reads_no_plan_when_no_job_is_left_waiting(monkeypatch):
+    """The first case again, with every read of a plan recorded: none is of an empty plan.
+
+    Between 450 and 1000 both nodes sleep and nothing waits; at 1000 J1 waits for
+    them. A plan holds only the jobs left waiting after the pass's starts, so IPM
+    reads one only when some job is left, and the run is the same.
+    """
+    from hpcpower.policies.base import Schedule
+
+    empty_reads = []
+    real = Schedule.first_appearances
+
+    def spy(self, nodes):
+        if not any(True for _ in self.iter_plan()):
+            empty_reads.append(len(self.start))
+        return real(self, nodes)
+
+    monkeypatch.setattr(Schedule, "first_appearances", spy)
+    res, start, finish = run(
+        2,
+        [job(0, 0, 1, 100), job(1, 1000, 2, 100)],
+        make_policy("snf-ipm", timeout_s=300),
+        kernels="numpy",
+    )
+    assert empty_reads == []
+    assert start == [0.0, 1100.0] and finish == [100.0, 1200.0]
+    assert res.summary["switch_offs"] == 2 and res.summary["switch_ons"] == 2

@@ -70,8 +70,10 @@ class IPM(PowerManager):
         # starts never decrease: read the plan until all of them appeared.
         # Sleeping nodes are woken in order of first appearance, at the
         # planned start minus their lead (with a zero lead: now, at once).
+        # A plan holds only the jobs still waiting after this pass's starts:
+        # with none (most passes of a short queue), no node appears in it.
         first_start: Mapping[int, float] = {}
-        if sleeping or expired:
+        if (sleeping or expired) and len(view.queue) > len(starts):
             wanted: AbstractSet[int] | np.ndarray
             if view.compiled:
                 # A compiled plan takes the ids as an array (in any order):
