@@ -246,11 +246,22 @@ def _decode_text(part: _Part, n: int, strings: list[str], quote: bool = False) -
         texts = list(itertools.chain.from_iterable(map(itertools.repeat, texts, lengths)))
     if part.missing is None and part.nones is None:
         return texts
-    given = iter(texts)
-    return [
-        "" if a or b else next(given)
-        for a, b in zip(_bits(part.missing, n), _bits(part.nones, n), strict=True)
-    ]
+    # Empty fields everywhere, then the values put at the rows that hold one:
+    # keys that only some passes have (ICON's optimiser outputs) are mostly
+    # empty, so this reads their values only, not every row.
+    out = [""] * n
+    for row, text in zip(_holding(part, n).tolist(), texts, strict=True):
+        out[row] = text
+    return out
+
+
+def _holding(part: _Part, n: int) -> np.ndarray:
+    """The rows (of the block's ``n``) that hold a value of the key, in order."""
+    empty = np.zeros(n, dtype=bool)
+    for packed in (part.missing, part.nones):
+        if packed is not None:
+            empty |= np.unpackbits(packed, count=n).astype(bool)
+    return np.flatnonzero(~empty)
 
 
 def _present(part: _Part, n: int) -> int:
