@@ -240,17 +240,19 @@ def _decode_text(part: _Part, n: int, strings: list[str], quote: bool = False) -
     if quote and (part.kind is str or part.kind is object):
         # (Each run's value once, before the runs are expanded.)
         texts = list(map(_csv_field, texts))
+    holding = None if part.missing is None and part.nones is None else _holding(part, n)
     if part.starts is not None:
-        ends = np.append(part.starts[1:], _present(part, n)).astype(np.int64)
+        present = n if holding is None else len(holding)
+        ends = np.append(part.starts[1:], present).astype(np.int64)
         lengths = (ends - part.starts).tolist()
         texts = list(itertools.chain.from_iterable(map(itertools.repeat, texts, lengths)))
-    if part.missing is None and part.nones is None:
+    if holding is None:
         return texts
     # Empty fields everywhere, then the values put at the rows that hold one:
     # keys that only some passes have (ICON's optimiser outputs) are mostly
     # empty, so this reads their values only, not every row.
     out = [""] * n
-    for row, text in zip(_holding(part, n).tolist(), texts, strict=True):
+    for row, text in zip(holding.tolist(), texts, strict=True):
         out[row] = text
     return out
 
@@ -266,9 +268,9 @@ def _holding(part: _Part, n: int) -> np.ndarray:
 
 def _present(part: _Part, n: int) -> int:
     """How many of the block's ``n`` rows hold a value."""
-    return n - sum(
-        int(np.unpackbits(m)[:n].sum()) for m in (part.missing, part.nones) if m is not None
-    )
+    if part.missing is None and part.nones is None:
+        return n
+    return len(_holding(part, n))
 
 
 def _bits(packed: np.ndarray | None, n: int) -> list[bool]:

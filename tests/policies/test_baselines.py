@@ -175,7 +175,7 @@ def test_job_finishing_as_another_arrives_hands_over_its_node_at_that_instant():
 
 
 def test_ipm_reads_no_plan_when_no_job_is_left_waiting(monkeypatch):
-    """The first case again, with every read of a plan recorded: none is of an empty plan.
+    """The case of the idle-timeout test above, every read of a plan recorded: none of an empty one.
 
     Between 450 and 1000 both nodes sleep and nothing waits; at 1000 J1 waits for
     them. A plan holds only the jobs left waiting after the pass's starts, so IPM
