@@ -57,6 +57,12 @@ class SystemView:
             in :attr:`Decision.why` and gives its whole plan in
             :attr:`Decision.plan`. Off by default, so that a long run pays
             nothing for it.
+        notes: What the decision log keeps of a pass's :attr:`Decision.note`
+            (the simulation's ``decisions`` setting): every note
+            (``"full"``), the note of a pass that starts a job or switches a
+            node (``"changes"``), or none (``"off"``). A policy may leave
+            out a note the log will not keep (``Decision.note`` is then
+            ``None``), so that a run pays only for the notes it keeps.
     """
 
     now: float
@@ -69,6 +75,7 @@ class SystemView:
     first: bool = False
     compiled: bool = False
     explain: bool = False
+    notes: str = "full"
 
 
 @dataclass

@@ -179,7 +179,9 @@ class Simulation:
             ``"full"`` (a row per pass, the default), ``"changes"`` (only
             passes that started a job or switched a node) or ``"off"``. The
             summary is the same at every level; the log is stored in columns
-            (:class:`~hpcpower.engine.decisionlog.DecisionLog`).
+            (:class:`~hpcpower.engine.decisionlog.DecisionLog`). Policies
+            see the level (:attr:`SystemView.notes`) and may leave out the
+            notes it drops, so a lower level also costs less time.
         explain: Record why things happened, in :attr:`passes_trace`, for
             ``explain()``: the policies' reasons (:attr:`Decision.why`), the
             whole plan and the node states at every pass. Results are the same
@@ -300,6 +302,7 @@ class Simulation:
             self._running_view,
             compiled=compiled,
             explain=self.explain_enabled,
+            notes=decisions,
         )
         #: Subscribers by kind (see :meth:`on`); empty lists cost nothing.
         self._listeners: dict[str, list[Callable[..., Any]]] = {k: [] for k in EVENT_KINDS}
@@ -422,6 +425,7 @@ class Simulation:
         view.running = self._running_view
         view.compiled = self._compiled
         view.explain = explain = self.explain_enabled
+        view.notes = self.decision_level
         view.triggers = self.last_triggers = triggers = _TRIGGER_SETS[self._triggers]
         self._triggers = 0
         # (Most passes see no arrival or completion: no new list then.)

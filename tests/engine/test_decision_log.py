@@ -250,3 +250,67 @@ def test_text_rows_are_what_csv_writes_for_the_values():
     assert "".join(log.csv_lines(["t", "absent"])) == written([[r[0], ""] for r in plain])
     with pytest.raises(ValueError, match="two keys"):
         next(log.csv_lines(["t"]))
+
+
+@pytest.mark.parametrize("level", ["full", "changes", "off"])
+def test_snf_icon_makes_only_the_notes_the_log_keeps(level, monkeypatch):
+    """A fallback pass's note is made only if the level keeps it; an ICON pass always makes its own.
+
+    The same decisions at every level (the log's rows at ``"changes"`` are
+    tested above); here, which passes paid for a note.
+    """
+    from hpcpower.policies.icon.controller import SnfIcon
+
+    made = []
+    note = SnfIcon._note
+
+    def counted(self, view, *args, **kwargs):
+        made.append(view.now)
+        return note(self, view, *args, **kwargs)
+
+    monkeypatch.setattr(SnfIcon, "_note", counted)
+    sim = Simulation.from_scenario(
+        "scenarios/paper/markovian.toml",
+        policy__name="snf-icon",
+        workload__first=400,
+        simulation__decisions=level,
+    )
+    passes = []  # (mode, acted, has a note)
+    sim.on(
+        "decision",
+        lambda now, d: passes.append(
+            (
+                sim.policy.last_mode,
+                bool(d.start or d.switch_on or d.switch_off),
+                d.note is not None,
+            )
+        ),
+    )
+    sim.run()
+    modes = {mode for mode, _, _ in passes}
+    assert modes == {"icon", "fallback"}  # (both kinds of pass occur in this case)
+    if level == "full":
+        want = [True] * len(passes)
+    else:
+        want = [mode == "icon" or (level == "changes" and acted) for mode, acted, _ in passes]
+    assert [has for _, _, has in passes] == want
+    assert len(made) == sum(want)
+    kept = {"full": len(passes), "changes": sum(acted for _, acted, _ in passes), "off": 0}
+    assert len(sim.decisions) == kept[level]
+
+
+def test_an_explained_pass_keeps_its_reasons_with_the_log_off():
+    """Explanations read the note, so a pass explained makes it whatever the level."""
+    sim = Simulation.from_scenario(
+        "scenarios/paper/markovian.toml",
+        policy__name="snf-icon",
+        workload__first=150,
+        simulation__decisions="off",
+        simulation__explain=True,
+    )
+    whys = []
+    sim.on("decision", lambda now, d: whys.append((sim.policy.last_mode, d.why)))
+    sim.run()
+    assert len(sim.decisions) == 0
+    fallback = [why for mode, why in whys if mode == "fallback"]
+    assert fallback and all(why and why[0]["action"] == "mode" for why in fallback)

@@ -89,7 +89,10 @@ class SnfIcon(Policy):
 
     Attributes:
         settings: The :class:`IconConfig` in use.
-        last_note: The decision note of the latest pass.
+        last_note: The decision note of the latest pass (``None`` if the
+            decision log keeps no note of it: see :attr:`SystemView.notes`).
+        last_mode: The mode of the latest pass: ``"icon"`` or ``"fallback"``
+            (``None`` before the first).
         last_spare: The latest spare optimisation (:class:`SparePlan`), for inspection.
         last_event: The next-event model of that optimisation.
     """
@@ -129,6 +132,7 @@ class SnfIcon(Policy):
         )
         self.fallback = Combined(SNF(), IPM(cfg.timeout_s), name="snf-ipm")
         self.last_note: dict[str, Any] | None = None
+        self.last_mode: str | None = None
         self.last_spare: SparePlan | None = None
         self.last_event: NextEvent | None = None
         # Walltime ends of jobs started in ICON passes, for the fallback's
@@ -181,33 +185,47 @@ class SnfIcon(Policy):
             self._requested.pop(rec.job.id, None)
         view = self._timers.view(view)
         if cfg.fallback_enabled and not verdict.accepted:
+            mode = "fallback"
             decision = self._fallback(view)
             started = len(decision.start)
-            note = self._note(
-                view,
-                verdict,
-                gate,
-                event,
-                "fallback",
-                spare="skipped",
-                spare_reason="recent_workload_not_well_markovian",
-                started=started,
-                waiting=len(view.queue) - started,
-                wakes=len(decision.switch_on),
-                switch_offs=len(decision.switch_off),
-            )
+            waiting = len(view.queue) - started
+            # Most passes fall back and act on nothing: their note is made
+            # only if the log keeps it (the ICON pass below writes its note
+            # as it goes, and is one pass in ten).
+            keep = view.notes
+            if (
+                keep == "full"
+                or view.explain
+                or (keep == "changes" and (started or decision.switch_on or decision.switch_off))
+            ):
+                note = self._note(
+                    view,
+                    verdict,
+                    gate,
+                    event,
+                    mode,
+                    spare="skipped",
+                    spare_reason="recent_workload_not_well_markovian",
+                    started=started,
+                    waiting=waiting,
+                    wakes=len(decision.switch_on),
+                    switch_offs=len(decision.switch_off),
+                )
+            else:
+                note = None
         else:
+            mode = "icon"
             note = self._note(view, verdict, gate, event)
             decision = self._icon(view, gate, event, note)
+            waiting = note["waiting"]
         # The authors' idle timers of nodes started in this pass are dropped
         # only by a pass that applies the timeout (see IdleTimers).
-        self._timers.after_pass(
-            view, decision, timeout_applied=note["mode"] == "fallback" or note["waiting"] == 0
-        )
+        self._timers.after_pass(view, decision, timeout_applied=mode == "fallback" or waiting == 0)
         decision.note = note
         self.last_note = note
-        self._modes.add(now, note["mode"])
-        if view.explain:
+        self.last_mode = mode
+        self._modes.add(now, mode)
+        if view.explain and note is not None:  # (explained passes always have their note)
             decision.why = _reasons(note, decision)
         return decision
 
@@ -510,7 +528,7 @@ class SnfIcon(Policy):
         return {"icon_time_fraction": self._modes.share(span_s)}
 
     def __repr__(self) -> str:
-        mode = self.last_note.get("mode") if self.last_note else "not started"
+        mode = self.last_mode or "not started"
         return f"<SnfIcon {self.name!r}: last pass {mode}, {self.arrivals!r}>"
 
 
