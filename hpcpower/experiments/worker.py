@@ -37,7 +37,9 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         task: ``{"run_id", "config", "keep_runs"}``: the run's id, its
-            resolved configuration, and whether to return its output files.
+            resolved configuration, and whether to return its output files
+            (without them the run keeps no decision log: ``decisions`` is
+            ``"off"``, which changes no metric).
 
     Returns:
         ``{"run_id", "status" ("ok" or "failed"), "error", "traceback",
@@ -57,7 +59,13 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         "outputs": None,
     }
     try:
-        results = Simulation.from_config(task["config"]).run()
+        config = task["config"]
+        if not task.get("keep_runs"):
+            # A run that keeps no files returns only its summary, which is the
+            # same at every level of the decision log: keeping (and making)
+            # the log would be work for nothing.
+            config = {**config, "simulation": {**config["simulation"], "decisions": "off"}}
+        results = Simulation.from_config(config).run()
         out["metrics"] = metrics(results)
         out["kernels"] = results.summary["config"].get("kernels")
         if task.get("keep_runs"):

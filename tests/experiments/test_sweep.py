@@ -259,3 +259,30 @@ def test_report_writes_tables_and_plots(smoke_local, tmp_path):
     } <= written
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "### Paired differences against fcfs-easy-ipm" in text
+
+
+def test_a_run_that_keeps_no_files_keeps_no_decision_log(monkeypatch):
+    """Its summary is all a sweep reads, and it is the same with the log off."""
+    from hpcpower.experiments import worker
+    from hpcpower.scenario import resolve
+
+    config = resolve(
+        ROOT / "scenarios" / "paper" / "markovian.toml",
+        {"policy.name": "snf-icon", "workload.first": 200},
+    )
+    rows = {}
+    metrics = worker.metrics
+
+    def seen(results):
+        rows[keep] = (results.summary["config"]["decisions"], len(results.decisions))
+        return metrics(results)
+
+    monkeypatch.setattr(worker, "metrics", seen)
+    out = {}
+    for keep in (False, True):
+        out[keep] = worker.execute({"run_id": "r", "config": config, "keep_runs": keep})
+        assert out[keep]["status"] == "ok", out[keep]["error"]
+    assert rows[False] == ("off", 0)
+    assert rows[True][0] == "full" and rows[True][1] > 0
+    assert out[False]["metrics"] == out[True]["metrics"]
+    assert "decisions.csv" in out[True]["outputs"] and out[False]["outputs"] is None
