@@ -224,12 +224,17 @@ class Store:
             target = self.runs / run.run_id
             _remove(target)
             os.replace(staging, target)
+        config = run.config
+        used = result.get("decisions")
+        if used is not None and used != config["simulation"].get("decisions"):
+            # (A run that keeps no files keeps no decision log: say what ran.)
+            config = {**config, "simulation": {**config["simulation"], "decisions": used}}
         record = {
             "run_id": run.run_id,
             "status": result["status"],
             "error": result["error"],
             "traceback": result.get("traceback"),
-            "config": run.config,
+            "config": config,
             "identity": run.identity,
             "metrics": result["metrics"],
             "kernels": result.get("kernels"),

@@ -39,11 +39,14 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         task: ``{"run_id", "config", "keep_runs"}``: the run's id, its
             resolved configuration, and whether to return its output files
             (without them the run keeps no decision log: ``decisions`` is
-            ``"off"``, which changes no metric).
+            ``"off"``, which changes no summary metric of the bundled
+            policies; a policy's own entry that reads the notes given to
+            ``summarise`` would see none).
 
     Returns:
         ``{"run_id", "status" ("ok" or "failed"), "error", "traceback",
-        "metrics", "kernels", "wall_time_s", "version", "outputs"}``;
+        "metrics", "kernels", "decisions", "wall_time_s", "version",
+        "outputs"}``; ``decisions`` is the level the run's log was kept at,
         ``outputs`` maps file names to bytes when ``keep_runs`` is set.
     """
     from hpcpower.simulation import Simulation
@@ -56,6 +59,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         "traceback": None,
         "metrics": {},
         "kernels": None,
+        "decisions": None,
         "outputs": None,
     }
     try:
@@ -65,6 +69,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
             # same at every level of the decision log: keeping (and making)
             # the log would be work for nothing.
             config = {**config, "simulation": {**config["simulation"], "decisions": "off"}}
+        out["decisions"] = config["simulation"].get("decisions")
         results = Simulation.from_config(config).run()
         out["metrics"] = metrics(results)
         out["kernels"] = results.summary["config"].get("kernels")

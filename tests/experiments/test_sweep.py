@@ -181,6 +181,7 @@ def test_keep_runs_keeps_each_runs_output_files(tmp_path):
     assert {"summary.json", "jobs.csv", "machine_states.csv"} <= {p.name for p in kept.iterdir()}
     summary = json.loads((kept / "summary.json").read_text())
     assert summary["mean_wait_s"] == frame["mean_wait_s"].iloc[0]
+    assert frame["simulation.decisions"].iloc[0] == "full"  # (its log at the scenario's level)
 
 
 def test_a_folder_holding_a_sweep_needs_resume(tmp_path, smoke_local):
@@ -284,5 +285,14 @@ def test_a_run_that_keeps_no_files_keeps_no_decision_log(monkeypatch):
         assert out[keep]["status"] == "ok", out[keep]["error"]
     assert rows[False] == ("off", 0)
     assert rows[True][0] == "full" and rows[True][1] > 0
+    assert (out[False]["decisions"], out[True]["decisions"]) == ("off", "full")
     assert out[False]["metrics"] == out[True]["metrics"]
     assert "decisions.csv" in out[True]["outputs"] and out[False]["outputs"] is None
+
+
+def test_the_table_says_at_which_level_each_run_kept_its_log(smoke_local):
+    """A run without its files ran with the log off, and its row and record say so."""
+    out, frame = smoke_local
+    assert set(frame["simulation.decisions"]) == {"off"}
+    for path in (out / "runs").glob("*.json"):
+        assert json.loads(path.read_text())["config"]["simulation"]["decisions"] == "off"
