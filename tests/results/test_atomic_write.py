@@ -102,6 +102,10 @@ SCRIPT = textwrap.dedent(
     from hpcpower.results import export
 
     step, sig = int(sys.argv[1]), getattr(signal, sys.argv[2])
+    # Ctrl-C as a terminal gives it: a process started in the background of
+    # a shell without job control (a CI job under nohup ... &) inherits SIGINT
+    # ignored, and Python then keeps ignoring it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     calls = []
 
     def after(func):
