@@ -31,6 +31,7 @@ from typing import Any
 
 from hpcpower.errors import InputError
 from hpcpower.experiments.sweepfile import Plan, PlannedRun
+from hpcpower.experiments.worker import at_level
 
 # POSIX; elsewhere two sweeps in one folder are not prevented.
 _fcntl: Any
@@ -224,11 +225,9 @@ class Store:
             target = self.runs / run.run_id
             _remove(target)
             os.replace(staging, target)
-        config = run.config
+        # (A run that keeps no files keeps no decision log: say at which level it ran.)
         used = result.get("decisions")
-        if used is not None and used != config["simulation"].get("decisions"):
-            # (A run that keeps no files keeps no decision log: say what ran.)
-            config = {**config, "simulation": {**config["simulation"], "decisions": used}}
+        config = run.config if used is None else at_level(run.config, used)
         record = {
             "run_id": run.run_id,
             "status": result["status"],

@@ -68,7 +68,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
             # A run that keeps no files returns only its summary, which is the
             # same at every level of the decision log: keeping (and making)
             # the log would be work for nothing.
-            config = {**config, "simulation": {**config["simulation"], "decisions": "off"}}
+            config = at_level(config, "off")
         out["decisions"] = config["simulation"].get("decisions")
         results = Simulation.from_config(config).run()
         out["metrics"] = metrics(results)
@@ -85,6 +85,11 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     out["wall_time_s"] = time.perf_counter() - started
     out["version"] = __version__
     return out
+
+
+def at_level(config: dict[str, Any], level: str) -> dict[str, Any]:
+    """``config`` with its decision log kept at ``level`` (the other settings shared)."""
+    return {**config, "simulation": {**config["simulation"], "decisions": level}}
 
 
 def metrics(results) -> dict[str, Any]:
