@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import gc
 import math
+import os
 import signal
 import sys
 import threading
@@ -805,8 +806,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The numeric libraries' thread pools, which the command keeps to one thread.
+ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_thread_pools() -> None:
+    """Keep the numeric libraries' thread pools to one thread, unless the user set their size.
+
+    A simulation runs on one core and never multiplies large matrices, so a
+    pool only costs: OpenBLAS starts a thread per core when numpy is imported,
+    and they spin while they wait (about 0.06 CPU seconds a process on two
+    cores; see ``benchmarks/RESULTS.md``), and a sweep's worker processes
+    inherit the setting instead of each starting a pool on every core.
+    dask.distributed sets the same variables for its workers. It acts only
+    before numpy is first imported, so this module imports it nowhere at
+    its top.
+    """
+    for name in ONE_THREAD:
+        os.environ.setdefault(name, "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hpcpower`` command."""
+    one_thread_pools()
     args = build_parser().parse_args(argv)
     # SIGTERM (a batch system's stop) unwinds like Ctrl-C, so that a result
     # being written is dropped whole instead of left half-written.

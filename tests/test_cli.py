@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import importlib.resources
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -318,6 +319,15 @@ def test_the_kernels_in_use_are_recorded(tiny_scenario, tmp_path, capsys, monkey
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["kernels"] == "numpy"
     assert summary["config"]["scenario"]["simulation"]["kernels"] == "auto"
+
+
+def test_the_users_own_thread_pool_sizes_are_kept(monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["policies"]) == 0
+    assert os.environ["OMP_NUM_THREADS"] == "4"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
 
 
 def test_missing_scenario_file(tmp_path, capsys):

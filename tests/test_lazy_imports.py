@@ -150,3 +150,27 @@ def test_sweeps_load_pandas_pyarrow_and_dask_only_when_used():
     )
     assert code == 0, err
     assert out.strip() == "ok"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_the_command_keeps_numpys_thread_pool_to_one_thread():
+    # OpenBLAS starts a thread per core when numpy is imported; the command
+    # sets the pools' size before anything imports numpy (see cli.one_thread_pools).
+    code, out, err = run(
+        """
+        import os
+        import sys
+
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.pop(name, None)
+        from hpcpower.cli import main
+
+        assert "numpy" not in sys.modules, "hpcpower.cli imports numpy at its top"
+        assert main(["platforms"]) == 0
+        import numpy
+
+        print(len(os.listdir("/proc/self/task")), os.environ["OPENBLAS_NUM_THREADS"])
+        """
+    )
+    assert code == 0, err
+    assert out.split()[-2:] == ["1", "1"]
