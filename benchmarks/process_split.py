@@ -3,7 +3,8 @@
 Each repeat is a fresh interpreter (the python given, so that hpcpower can
 run from an environment of its own, as in ``peers.py``) doing what
 ``hpcpower run TRACE --policy P --platform X`` does, with a CPU clock
-(``time.process_time``) between the steps: the imports, reading the
+(``time.process_time``) between the steps: the imports (after sizing the
+numeric libraries' thread pools as the command does), reading the
 workload and making the simulation, ``run()``, letting the simulation go
 (``gc.collect``), and writing the files (``write_all``). The process's own
 user + system CPU time, read by the parent (``resource.getrusage``), gives
@@ -28,10 +29,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: The child: the CLI's steps (hpcpower.cli._cmd_run), timed; prints its times as JSON.
+#: The child: the CLI's steps (hpcpower.cli.main and _cmd_run), timed; prints its times as JSON.
 CHILD = """
 import time
 t0 = time.process_time()
+from hpcpower.cli import one_thread_pools
+one_thread_pools()  # (as the command does, before numpy is imported)
 import gc, json, shutil, sys
 from pathlib import Path
 from hpcpower.results.export import write_all
