@@ -815,7 +815,7 @@ def one_thread_pools() -> None:
 
     A simulation runs on one core and never multiplies large matrices, so a
     pool only costs: OpenBLAS starts a thread per core when numpy is imported,
-    and they spin while they wait (about 0.06 CPU seconds a process on two
+    and they spin while they wait (about 0.1 CPU seconds a process on two
     cores; see ``benchmarks/RESULTS.md``), and a sweep's worker processes
     inherit the setting instead of each starting a pool on every core.
     dask.distributed sets the same variables for its workers. It acts only
