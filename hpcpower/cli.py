@@ -818,9 +818,9 @@ def one_thread_pools() -> None:
     and they spin while they wait (about 0.1 CPU seconds a process on two
     cores; see ``benchmarks/RESULTS.md``), and a sweep's worker processes
     inherit the setting instead of each starting a pool on every core.
-    dask.distributed sets the same variables for its workers. It acts only
-    before numpy is first imported, so this module imports it nowhere at
-    its top.
+    dask.distributed sets the same variables for its workers. The pools read
+    them when numpy is first imported, so this module does not import numpy
+    at its top (``tests/test_lazy_imports.py`` checks both).
     """
     for name in ONE_THREAD:
         os.environ.setdefault(name, "1")

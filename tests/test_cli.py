@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
-from hpcpower.cli import main
+from hpcpower.cli import ONE_THREAD, main
 from hpcpower.planning import _numba
 from hpcpower.results.export import JOBS_COLUMNS, MACHINE_COLUMNS
 from hpcpower.workload import trace_info
@@ -322,9 +322,9 @@ def test_the_kernels_in_use_are_recorded(tiny_scenario, tmp_path, capsys, monkey
 
 
 def test_the_users_own_thread_pool_sizes_are_kept(monkeypatch, capsys):
-    monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in ONE_THREAD:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
     assert main(["policies"]) == 0
     assert os.environ["OMP_NUM_THREADS"] == "4"
     assert os.environ["OPENBLAS_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
