@@ -12,6 +12,9 @@ A power manager usually needs only the first appearance of each sleeping
 node in the plan (:meth:`~hpcpower.policies.base.Schedule.first_appearances`),
 so the plan can stop as soon as every wanted node appeared: the entries
 made up to there are the same as the whole plan's first entries.
+:func:`forward_wakes` makes that plan for the sleeping nodes and splits
+their wakes by IPM's rule in the same call (on a large machine, the Python
+between the two calls cost about as much as the plan).
 
 :func:`forward_plan_lists` is the same plan in Python lists, for small
 machines run without the twins (at most
@@ -26,9 +29,17 @@ from __future__ import annotations
 import numpy as np
 
 from hpcpower.planning._numba import kernel
+from hpcpower.planning.common import SLEEPING
 from hpcpower.planning.easy import _mark_first
-from hpcpower.planning.release import release_lists, release_map, select_lists
+from hpcpower.planning.release import (
+    _nodes_in,
+    idle_order_jit,
+    release_lists,
+    release_map,
+    select_lists,
+)
 from hpcpower.planning.select import FEW_NODES, _select_in, key_order
+from hpcpower.planning.wakes import split_wakes_jit
 
 
 @kernel
@@ -117,6 +128,54 @@ def forward_plan(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, 
         if remaining == 0:
             break
     return starts[:count], flat[: ptr[count]], ptr[: count + 1], found[:n_found], entry[:n_found]
+
+
+@kernel
+def forward_wakes(now, nodes, overrun_inf, timeout_s, idle_nodes, started, jobs, lead, make_idle):
+    """:func:`forward_plan` for the sleeping nodes, and IPM's wakes from it, in one call.
+
+    The plan a power manager reads at most passes of a large machine: until
+    every sleeping node appeared, then split by the wake rule
+    (:func:`~hpcpower.planning.wakes.split_wakes_jit`). It is the same plan
+    and the same wakes as those two twins called in turn with the sleeping
+    nodes as ``wanted``; what it saves is the Python between them (the ids
+    of the sleeping nodes, the idle order, and the starts of the nodes
+    found), which on 1152 nodes cost about as much as the plan.
+
+    Args:
+        now: Time of the pass (as :func:`forward_plan`).
+        nodes: The cluster's ``node_arrays``.
+        overrun_inf: Nodes of jobs past their walltime never release.
+        timeout_s: Idle timeout (nan for none).
+        idle_nodes: The pass's idle order (unread when ``make_idle``).
+        started: The jobs starting now, as :func:`forward_plan` takes them.
+        jobs: ``(res, walltimes)`` of the jobs to plan, in planning order.
+        lead: Every node's mean switch-on time.
+        make_idle: Make the idle order here
+            (:func:`~hpcpower.planning.release.idle_order_jit`).
+
+    Returns:
+        ``(starts, flat, ptr, due, later, idle)``: the plan's entries as
+        :func:`forward_plan` gives them, the sleeping nodes to wake now and
+        the later wake times (as :func:`~hpcpower.planning.wakes.split_wakes_jit`
+        gives them), and the idle order used.
+    """
+    state = nodes[0]
+    if make_idle:
+        idle_nodes = idle_order_jit(state, nodes[1], timeout_s, now)
+    starts, flat, ptr, found, entry = forward_plan(
+        now,
+        nodes,
+        overrun_inf,
+        timeout_s,
+        idle_nodes,
+        started,
+        jobs,
+        _nodes_in(state, SLEEPING),
+        False,
+    )
+    due, later = split_wakes_jit(found, starts[entry], state, lead, now)
+    return starts, flat, ptr, due, later, idle_nodes
 
 
 def forward_plan_lists(

@@ -344,18 +344,26 @@ def select_lists(lists, r: int, min_start: float) -> tuple[list[int], float] | N
 
 # ------------------------------------------------------- compiled twins
 @kernel
-def idle_order_jit(state, since, timeout_s, now):
-    """:func:`idle_order` (``timeout_s`` nan for none)."""
+def _nodes_in(state, which):
+    """Ids of the nodes in state ``which``, increasing (``np.flatnonzero(state == which)``)."""
     count = 0
     for s in state:
-        if s == IDLE:
+        if s == which:
             count += 1
-    idle = np.empty(count, dtype=np.int64)
+    out = np.empty(count, dtype=np.int64)
     count = 0
     for node in range(len(state)):
-        if state[node] == IDLE:
-            idle[count] = node
+        if state[node] == which:
+            out[count] = node
             count += 1
+    return out
+
+
+@kernel
+def idle_order_jit(state, since, timeout_s, now):
+    """:func:`idle_order` (``timeout_s`` nan for none)."""
+    idle = _nodes_in(state, IDLE)
+    count = len(idle)
     if np.isnan(timeout_s) or count < 2:
         return idle
     rank = np.empty(count)

@@ -20,7 +20,8 @@ import numpy as np
 from hpcpower.engine.contract import Decision, Planned, Policy, SystemView
 from hpcpower.errors import InputError
 from hpcpower.planning import easy as _easy
-from hpcpower.planning.common import NO_NODES, NO_TIMES
+from hpcpower.planning import wakes as _wakes
+from hpcpower.planning.common import NO_NODES, NO_TIMES, SLEEPING
 
 if TYPE_CHECKING:
     from hpcpower.engine.cluster import ClusterView
@@ -123,6 +124,22 @@ class Schedule:
             np.fromiter(found.values(), dtype=float, count=len(found)),
         )
 
+    def sleeping_wakes(self, cluster: ClusterView, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """IPM's wake rule over the plan's sleeping nodes, for a compiled pass.
+
+        ``(due, later)``: the sleeping nodes to wake now, in plan order, and
+        the later wake times, as :func:`~hpcpower.planning.wakes.split_wakes_jit`
+        gives them from :meth:`first_appearance_arrays` of the sleeping nodes
+        (wake at the first planned start minus the mean switch-on time). A
+        plan made by one compiled call makes both in it (SNF's).
+        """
+        return _wakes.split_wakes_jit(
+            *self.first_appearance_arrays(sleeping_ids(cluster)),
+            cluster.state,
+            cluster.switch_on_mean_s,
+            now,
+        )
+
     def __repr__(self) -> str:
         return f"<Schedule start {len(self.start)} jobs, {len(self._made)} planned so far>"
 
@@ -195,6 +212,18 @@ class ArraySchedule(Schedule):
         found, entry, read = _easy.first_appearances(flat, ptr, wanted)
         self._read = max(self._read, read)
         return found, starts[entry]
+
+
+def sleeping_ids(cluster: ClusterView) -> np.ndarray:
+    """The sleeping nodes' ids as an int64 array, in no particular order.
+
+    Read from the cluster's set when few, else off the state array (cheaper
+    on a large machine).
+    """
+    sleeping = cluster.sleeping
+    if len(sleeping) < 128:
+        return np.fromiter(sleeping, dtype=np.int64, count=len(sleeping))
+    return np.flatnonzero(cluster.state == SLEEPING)
 
 
 def node_array(nodes: AbstractSet[int] | np.ndarray) -> np.ndarray:

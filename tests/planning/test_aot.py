@@ -146,7 +146,7 @@ def test_twins_built_from_other_sources_are_not_bound(built, monkeypatch):
     manifest = json.loads(aot.paths(here)[1].read_text())
     assert manifest["digest"] == here
     assert manifest["cpu"] == aot.host_key()  # (built for this processor)
-    assert "hpcpower.planning.forward.forward_plan" in manifest["functions"]
+    assert "hpcpower.planning.forward.forward_wakes" in manifest["functions"]
 
 
 @needs_numba

@@ -341,6 +341,7 @@ def _compare_forward_plan(view, timeout_s, order, rule) -> None:
     # Read until the sleeping nodes appeared: the plan's first entries, and
     # each node's first entry.
     asleep = np.flatnonzero(cluster.state == SLEEPING)
+    _compare_forward_wakes(args, cluster, asleep)
     if not len(asleep):
         return
     starts, flat, ptr, found, entry = forward.forward_plan(*args, asleep[::-1].copy(), False)
@@ -355,6 +356,30 @@ def _compare_forward_plan(view, timeout_s, order, rule) -> None:
     assert [(float(s), flat[ptr[j] : ptr[j + 1]].tolist()) for j, s in enumerate(starts)] == (
         want[:read]
     )
+
+
+def _compare_forward_wakes(args, cluster, asleep) -> None:
+    """``forward_wakes``: the plan ``forward_plan`` makes for the sleeping nodes, and its wakes.
+
+    The wakes are :func:`~hpcpower.planning.wakes.split_wakes` (the numpy
+    form) of that plan's first appearances, with the idle order handed in or
+    made by the twin itself.
+    """
+    now = args[0]
+    lead = cluster.switch_on_mean_s
+    starts, flat, ptr, found, entry = forward.forward_plan(*args, asleep.copy(), False)
+    due, later = wakes.split_wakes(found, starts[entry], cluster.state, lead, now)
+    order = args[4]
+    for make_idle in (False, True):
+        given = (*args[:4], np.empty(0, dtype=np.int64), *args[5:]) if make_idle else args
+        got = forward.forward_wakes(*given, lead, make_idle)
+        for name, want, array in zip(
+            ("starts", "flat", "ptr", "due", "later", "idle"),
+            (starts, flat, ptr, due, later, order),
+            got,
+            strict=True,
+        ):
+            assert array.tolist() == want.tolist(), (make_idle, name)
 
 
 def _compare_easy_twins(view, timeout_s, order, rule) -> None:
@@ -529,6 +554,56 @@ def test_projection_equals_numpy_on_real_passes(platform, workload, first):
     wl.jobs = wl.jobs[:first]
     checked = _checked_run(load_platform(platform), wl)
     assert checked.passes > first and checked.planned > first
+
+
+@needs_twins
+@pytest.mark.parametrize("policy", ["snf-ipm", "snf-icon"])
+def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
+    """SNF's plan and IPM's wakes in one compiled call: every pass as with a call for each.
+
+    On 1152 nodes, where most passes plan for sleeping nodes: each pass's
+    starts, switch-offs, switch-ons and wake-up times, in order.
+    """
+    from hpcpower.policies.base import Schedule
+    from hpcpower.policies.queue.snf import _ForwardSchedule
+
+    wl = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
+    wl.jobs = wl.jobs[:100]
+
+    def passes() -> list:
+        sim = Simulation(
+            load_platform("aoba-1152"), wl, make_policy(policy), seed=42, kernels="numba"
+        )
+        seen: list = []
+        sim.on(
+            "decision",
+            lambda now, d: seen.append(
+                (
+                    now,
+                    [(j.id, np.asarray(nodes).tolist()) for j, nodes in d.start],
+                    list(d.switch_off),
+                    list(d.switch_on),
+                    [float(at) for at in d.call_at],
+                )
+            ),
+        )
+        sim.run()
+        return seen
+
+    fused = _ForwardSchedule.sleeping_wakes
+    calls = []
+
+    def counted(self, *args):
+        calls.append(1)
+        return fused(self, *args)
+
+    monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", counted)
+    one_call = passes()
+    monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", Schedule.sleeping_wakes)
+    two_calls = passes()
+    assert len(calls) > 500
+    assert any(p[3] for p in one_call) and any(p[4] for p in one_call)  # (wakes made)
+    assert one_call == two_calls
 
 
 job_spec = st.tuples(

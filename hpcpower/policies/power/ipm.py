@@ -25,7 +25,7 @@ import numpy as np
 
 from hpcpower.errors import InputError
 from hpcpower.planning import wakes as _wakes
-from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView
+from hpcpower.policies.base import Decision, PowerManager, Schedule, SystemView, sleeping_ids
 from hpcpower.states import SLEEPING
 
 EPS = 1e-9
@@ -74,30 +74,22 @@ class IPM(PowerManager):
         # with none (most passes of a short queue), no node appears in it.
         first_start: Mapping[int, float] = {}
         if (sleeping or expired) and len(view.queue) > len(starts):
-            wanted: AbstractSet[int] | np.ndarray
-            if view.compiled:
-                # A compiled plan takes the ids as an array (in any order):
-                # read from the set when few, else off the state array.
-                if len(sleeping) < 128:
-                    wanted = np.fromiter(sleeping, dtype=np.intp, count=len(sleeping))
-                else:
-                    wanted = np.flatnonzero(cluster.state == SLEEPING)
-                if expired:
-                    wanted = np.concatenate((wanted, expired))
-            else:
-                wanted = sleeping.union(expired) if expired else sleeping
             if expired or view.explain or not view.compiled:
+                wanted: AbstractSet[int] | np.ndarray
+                if view.compiled:
+                    wanted = np.concatenate((sleeping_ids(cluster), expired))
+                else:
+                    wanted = sleeping.union(expired) if expired else sleeping
                 first_start = schedule.first_appearances(wanted)
                 plan_wakes(first_start, cluster.state, lead, now, decision)
-            else:  # (only the wakes read a compiled plan: no dict in between)
-                plan_wakes(
-                    schedule.first_appearance_arrays(wanted),
-                    cluster.state,
-                    lead,
-                    now,
-                    decision,
-                    compiled=True,
-                )
+            else:
+                # Only the wakes read a compiled plan: made with it, no
+                # Python between (the same nodes and times as plan_wakes).
+                due, later = schedule.sleeping_wakes(cluster, now)
+                if len(due):
+                    decision.switch_on.extend(due.tolist())
+                if len(later):
+                    decision.call_at.extend(dict.fromkeys(later.tolist()))
 
         # Expired nodes are switched off in the order they became idle, so
         # that the duration draws happen in the authors' order.

@@ -142,26 +142,22 @@ class _ForwardSchedule(ArraySchedule):
         # The plan up to the last first appearance asked for: (starts, flat, ptr).
         self._partial: tuple | None = None
 
+    def _arguments(self, idle: np.ndarray) -> tuple:
+        """The planner's arguments before the jobs, with ``idle`` as the idle order."""
+        policy, now, cluster, timeout_s, _ = self._given
+        never = policy.overrun_release == "never"
+        started = [(p.nodes, p.job.reqtime_s) for p in self.start]
+        if self._compiled:  # (the twin takes arrays only)
+            columns = easy.started_columns(started)
+            return (now, cluster.node_arrays, never, timeout_arg(timeout_s), idle, columns)
+        return (now, cluster, never, timeout_s, idle, started)
+
     def _run(self, wanted: np.ndarray, whole: bool) -> tuple:
         if self._args is None:
-            policy, now, cluster, timeout_s, idle = self._given
-            never = policy.overrun_release == "never"
+            _, now, cluster, timeout_s, idle = self._given
             if idle is None:
                 idle = idle_order(cluster, now, timeout_s, self._compiled)
-            idle = np.asarray(idle, dtype=np.int64)
-            started = [(p.nodes, p.job.reqtime_s) for p in self.start]
-            if self._compiled:  # (the twin takes arrays only)
-                columns = easy.started_columns(started)
-                self._args = (
-                    now,
-                    cluster.node_arrays,
-                    never,
-                    timeout_arg(timeout_s),
-                    idle,
-                    columns,
-                )
-            else:
-                self._args = (now, cluster, never, timeout_s, idle, started)
+            self._args = self._arguments(np.asarray(idle, dtype=np.int64))
         res, req = self._columns()
         k = self._k
         args: tuple[Any, ...] = (*self._args, (res[k:], req[k:]), wanted, whole)
@@ -197,5 +193,32 @@ class _ForwardSchedule(ArraySchedule):
         self._read = max(self._read, len(starts))
         return found, starts[entry]
 
+    def sleeping_wakes(self, cluster, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`Schedule.sleeping_wakes`: the plan and its wakes in one compiled call.
+
+        (:func:`~hpcpower.planning.forward.forward_wakes`, which also makes
+        the idle order if this pass has none yet: the same plan and wakes.)
+        """
+        if not self._compiled or self._arrays is not None:
+            return super().sleeping_wakes(cluster, now)
+        args = self._args
+        make_idle = args is None and self._given[4] is None
+        if args is None:
+            idle = _NO_IDLE if make_idle else np.asarray(self._given[4], dtype=np.int64)
+            args = self._arguments(idle)
+        res, req = self._columns()
+        k = self._k
+        starts, flat, ptr, due, later, idle = forward.forward_wakes(
+            *args, (res[k:], req[k:]), cluster.switch_on_mean_s, make_idle
+        )
+        if self._args is None:  # (kept with the idle order used, for a later read)
+            self._args = (*args[:4], idle, args[5])
+        self._partial = (starts, flat, ptr)
+        self._read = max(self._read, len(starts))
+        return due, later
+
 
 _NO_WANTED = np.empty(0, dtype=np.int64)
+#: The idle order :func:`~hpcpower.planning.forward.forward_wakes` makes itself
+#: (writeable: the same array type as the order it returns).
+_NO_IDLE = np.empty(0, dtype=np.int64)
