@@ -146,6 +146,9 @@ def test_twins_built_from_other_sources_are_not_bound(built, monkeypatch):
     manifest = json.loads(aot.paths(here)[1].read_text())
     assert manifest["digest"] == here
     assert manifest["cpu"] == aot.host_key()  # (built for this processor)
+    # (The workout's plans are read by IPM's wakes: forward_plan itself is
+    # called from Python only in passes it lacks: expired nodes, explanations,
+    # a whole plan read.)
     assert "hpcpower.planning.forward.forward_wakes" in manifest["functions"]
 
 

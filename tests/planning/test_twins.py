@@ -559,18 +559,26 @@ def test_projection_equals_numpy_on_real_passes(platform, workload, first):
 @needs_twins
 @pytest.mark.parametrize("policy", ["snf-ipm", "snf-icon"])
 def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
-    """SNF's plan and IPM's wakes in one compiled call: every pass as with a call for each.
+    """SNF's plan and IPM's wakes in one compiled call: every pass as with the plan read first.
 
-    On 1152 nodes, where most passes plan for sleeping nodes: each pass's
-    starts, switch-offs, switch-ons and wake-up times, in order.
+    On 1152 nodes, where most passes plan for sleeping nodes. The other way
+    reads the plan's first appearances of the sleeping nodes and applies the
+    wake rule in Python. Compared at each pass: the starts, switch-offs,
+    switch-ons and wake-up times, in order, the part of the plan made, and
+    the whole plan read afterwards (made with the arguments kept from the
+    one call).
     """
-    from hpcpower.policies.base import Schedule
+    from hpcpower.policies.base import sleeping_ids
+    from hpcpower.policies.power.ipm import IPM
     from hpcpower.policies.queue.snf import _ForwardSchedule
 
     wl = load_workload(DATA / "SDSC-BLUE-2000-4.2-cln-0-3000.json.gz")
     wl.jobs = wl.jobs[:100]
 
-    def passes() -> list:
+    def entries(plan) -> list:
+        return [(p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in plan]
+
+    def passes() -> tuple[list, list]:
         sim = Simulation(
             load_platform("aoba-1152"), wl, make_policy(policy), seed=42, kernels="numba"
         )
@@ -584,11 +592,32 @@ def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
                     list(d.switch_off),
                     list(d.switch_on),
                     [float(at) for at in d.call_at],
+                    entries(d.plan),
                 )
             ),
         )
         sim.run()
-        return seen
+        return seen, wholes
+
+    wholes: list = []
+    manage = IPM.manage
+
+    def manage_then_read(self, view, schedule, decision):
+        manage(self, view, schedule, decision)
+        wholes.append(entries(schedule.plan))
+
+    def first_appearances_then_rule(self, cluster, now):
+        nodes, starts = self.first_appearance_arrays(sleeping_ids(cluster))
+        lead = cluster.switch_on_mean_s
+        due, later = [], []
+        for node, start in zip(nodes.tolist(), starts.tolist(), strict=True):
+            if cluster.state[node] == SLEEPING:
+                wake = start - float(lead[node])
+                if wake <= now + EPS:
+                    due.append(node)
+                elif wake not in later:
+                    later.append(wake)
+        return np.array(due, dtype=np.int64), np.array(later)
 
     fused = _ForwardSchedule.sleeping_wakes
     calls = []
@@ -599,11 +628,18 @@ def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
 
     monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", counted)
     one_call = passes()
-    monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", Schedule.sleeping_wakes)
-    two_calls = passes()
-    assert len(calls) > 500
-    assert any(p[3] for p in one_call) and any(p[4] for p in one_call)  # (wakes made)
-    assert one_call == two_calls
+    wholes = []
+    monkeypatch.setattr(IPM, "manage", manage_then_read)
+    one_call_read = passes()
+    wholes = []
+    monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", first_appearances_then_rule)
+    plan_first = passes()
+    assert len(calls) > 1000
+    assert sum(bool(p[3]) for p in one_call[0]) > 5  # (nodes woken)
+    assert sum(len(p[5]) for p in one_call[0]) > 1000  # (plans made)
+    # Reading the whole plan changes nothing the pass decided.
+    assert [p[:5] for p in one_call_read[0]] == [p[:5] for p in one_call[0]]
+    assert one_call_read == plan_first
 
 
 job_spec = st.tuples(

@@ -17,7 +17,7 @@ Semantics follow the authors' ``base_psas.timeout_policy`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -77,14 +77,17 @@ class IPM(PowerManager):
             if expired or view.explain or not view.compiled:
                 wanted: AbstractSet[int] | np.ndarray
                 if view.compiled:
-                    wanted = np.concatenate((sleeping_ids(cluster), expired))
+                    wanted = sleeping_ids(cluster)
+                    if expired:
+                        wanted = np.concatenate((wanted, expired))
                 else:
                     wanted = sleeping.union(expired) if expired else sleeping
                 first_start = schedule.first_appearances(wanted)
                 plan_wakes(first_start, cluster.state, lead, now, decision)
             else:
                 # Only the wakes read a compiled plan: made with it, no
-                # Python between (the same nodes and times as plan_wakes).
+                # Python between (the same nodes and times as plan_wakes;
+                # the later times as Python floats).
                 due, later = schedule.sleeping_wakes(cluster, now)
                 if len(due):
                     decision.switch_on.extend(due.tolist())
@@ -201,40 +204,27 @@ class IPM(PowerManager):
 
 
 def plan_wakes(
-    first_start: Mapping[int, float] | tuple[np.ndarray, np.ndarray],
+    first_start: Mapping[int, float],
     state: np.ndarray,
     lead: np.ndarray,
     now: float,
     decision: Decision,
-    compiled: bool = False,
 ) -> None:
     """Wake the sleeping nodes of a plan in time and no sooner (IPM's wake rule).
 
     ``first_start`` maps nodes to their first planned start, in plan order
-    (:meth:`~hpcpower.policies.base.Schedule.first_appearances`), or holds
-    the same as two arrays, nodes and starts
-    (:meth:`~hpcpower.policies.base.Schedule.first_appearance_arrays`).
-    Those whose ``state`` is sleeping are woken at ``start - lead`` (the mean
+    (:meth:`~hpcpower.policies.base.Schedule.first_appearances`). Those
+    whose ``state`` is sleeping are woken at ``start - lead`` (the mean
     switch-on time): due now (or past), the node is switched on in this pass,
     in plan order; later, a pass is asked for then, which plans again. Each
     later wake time is asked for once (many nodes of one planned job share it).
-    ``compiled``: split arrays with the compiled twin
-    (:func:`~hpcpower.planning.wakes.split_wakes_jit`; the same nodes and times).
+    (A compiled pass reads the same from
+    :meth:`~hpcpower.policies.base.Schedule.sleeping_wakes`.)
     """
-    if isinstance(first_start, tuple):
-        nodes, starts = first_start
-        pairs: Iterable[tuple[int, float]] | None = (
-            zip(nodes.tolist(), starts.tolist(), strict=True) if len(nodes) < _FEW else None
-        )
-    elif len(first_start) < _FEW:
-        pairs = first_start.items()
-    else:
-        pairs = None
-        nodes = np.fromiter(first_start.keys(), dtype=np.int64, count=len(first_start))
-        starts = np.fromiter(first_start.values(), dtype=float, count=len(first_start))
-    if pairs is not None:
-        later: list[float] = []
-        for node, start in pairs:
+    later: list[float]
+    if len(first_start) < _FEW:
+        later = []
+        for node, start in first_start.items():
             if state[node] == SLEEPING:
                 wake = start - lead[node]
                 if wake <= now + EPS:
@@ -242,16 +232,16 @@ def plan_wakes(
                 else:
                     later.append(wake)
     else:  # the same rule, on arrays
-        split = _wakes.split_wakes_jit if compiled else _wakes.split_wakes
-        due, wakes = split(nodes, starts, state, lead, now)
+        nodes = np.fromiter(first_start.keys(), dtype=np.int64, count=len(first_start))
+        starts = np.fromiter(first_start.values(), dtype=float, count=len(first_start))
+        due, wakes = _wakes.split_wakes(nodes, starts, state, lead, now)
         decision.switch_on.extend(due.tolist())
         later = wakes.tolist()
     if later:
         decision.call_at.extend(dict.fromkeys(later))
 
 
-#: Below this many planned nodes, :func:`plan_wakes` loops in Python: cheaper than
-#: arrays, and than the compiled split below about ten nodes (1.8 against 3.0 µs for one).
+#: Below this many planned nodes, :func:`plan_wakes` loops in Python: cheaper than arrays.
 _FEW = 16
 
 
