@@ -578,7 +578,11 @@ def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
     def entries(plan) -> list:
         return [(p.job.id, p.start_s, np.asarray(p.nodes).tolist()) for p in plan]
 
+    # Per run: the whole plan read after each of IPM's passes (empty when not read).
+    plans_read: list[list] = []
+
     def passes() -> tuple[list, list]:
+        plans_read.append([])
         sim = Simulation(
             load_platform("aoba-1152"), wl, make_policy(policy), seed=42, kernels="numba"
         )
@@ -597,14 +601,13 @@ def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
             ),
         )
         sim.run()
-        return seen, wholes
+        return seen, plans_read[-1]
 
-    wholes: list = []
     manage = IPM.manage
 
     def manage_then_read(self, view, schedule, decision):
         manage(self, view, schedule, decision)
-        wholes.append(entries(schedule.plan))
+        plans_read[-1].append(entries(schedule.plan))
 
     def first_appearances_then_rule(self, cluster, now):
         nodes, starts = self.first_appearance_arrays(sleeping_ids(cluster))
@@ -628,10 +631,8 @@ def test_the_plan_and_its_wakes_in_one_call_change_no_pass(policy, monkeypatch):
 
     monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", counted)
     one_call = passes()
-    wholes = []
     monkeypatch.setattr(IPM, "manage", manage_then_read)
     one_call_read = passes()
-    wholes = []
     monkeypatch.setattr(_ForwardSchedule, "sleeping_wakes", first_appearances_then_rule)
     plan_first = passes()
     assert len(calls) > 1000

@@ -135,7 +135,13 @@ class _ForwardSchedule(ArraySchedule):
         # The planner's arguments are made when it first runs: a pass
         # without sleeping or expired nodes never asks for the plan. (The
         # view is the engine's, changed at every pass: what it shows now is kept.)
-        self._given = (policy, view.now, view.cluster, timeout_s, idle)
+        self._given = (
+            policy,
+            view.now,
+            view.cluster,
+            timeout_s,
+            None if idle is None else np.asarray(idle, dtype=np.int64),
+        )
         self._compiled = view.compiled
         self._args: tuple | None = None
         self._columns = view.queue.snf_columns
@@ -156,11 +162,9 @@ class _ForwardSchedule(ArraySchedule):
         if self._args is None:
             _, now, cluster, timeout_s, idle = self._given
             if idle is None:
-                idle = idle_order(cluster, now, timeout_s, self._compiled)
-            self._args = self._arguments(np.asarray(idle, dtype=np.int64))
-        res, req = self._columns()
-        k = self._k
-        args: tuple[Any, ...] = (*self._args, (res[k:], req[k:]), wanted, whole)
+                idle = np.asarray(idle_order(cluster, now, timeout_s, self._compiled), np.int64)
+            self._args = self._arguments(idle)
+        args: tuple[Any, ...] = (*self._args, self._jobs(), wanted, whole)
         if self._compiled:
             return forward.forward_plan(*args)
         return forward.forward_plan_lists(*args)
@@ -189,8 +193,7 @@ class _ForwardSchedule(ArraySchedule):
         if self._arrays is not None or not len(nodes):
             return super().first_appearance_arrays(nodes)
         starts, flat, ptr, found, entry = self._run(node_array(nodes), False)
-        self._partial = (starts, flat, ptr)
-        self._read = max(self._read, len(starts))
+        self._keep_partial(starts, flat, ptr)
         return found, starts[entry]
 
     def sleeping_wakes(self, cluster, now: float) -> tuple[np.ndarray, np.ndarray]:
@@ -202,20 +205,28 @@ class _ForwardSchedule(ArraySchedule):
         if not self._compiled or self._arrays is not None:
             return super().sleeping_wakes(cluster, now)
         args = self._args
-        make_idle = args is None and self._given[4] is None
+        given = self._given[4]
+        make_idle = args is None and given is None
         if args is None:
-            idle = _NO_IDLE if make_idle else np.asarray(self._given[4], dtype=np.int64)
-            args = self._arguments(idle)
-        res, req = self._columns()
-        k = self._k
+            args = self._arguments(_NO_IDLE if given is None else given)
         starts, flat, ptr, due, later, idle = forward.forward_wakes(
-            *args, (res[k:], req[k:]), cluster.switch_on_mean_s, make_idle
+            *args, self._jobs(), cluster.switch_on_mean_s, make_idle
         )
         if self._args is None:  # (kept with the idle order used, for a later read)
             self._args = (*args[:4], idle, args[5])
+        self._keep_partial(starts, flat, ptr)
+        return due, later
+
+    def _jobs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(res, walltimes)`` of the jobs to plan: the queue's SNF columns after the starts."""
+        res, req = self._columns()
+        k = self._k
+        return res[k:], req[k:]
+
+    def _keep_partial(self, starts: np.ndarray, flat: np.ndarray, ptr: np.ndarray) -> None:
+        """Keep a plan made up to the last first appearance asked for (see :meth:`_entry`)."""
         self._partial = (starts, flat, ptr)
         self._read = max(self._read, len(starts))
-        return due, later
 
 
 _NO_WANTED = np.empty(0, dtype=np.int64)
