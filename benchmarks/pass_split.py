@@ -61,8 +61,13 @@ PARTS = [
     ("power manager: manage", 1, _attr("policy", "fallback", "power"), "manage"),
     ("power manager: manage", 1, _attr("policy", "power"), "manage"),
     ("forward plan (kernel)", 2, _forward_kernel, "forward_plan"),
+    ("forward plan and its wakes (kernel)", 2, _forward_kernel, "forward_wakes"),
     ("decision log", 1, _attr("decisions"), "append"),
 ]
+
+
+#: The parts that make a forward plan (the census counts the passes that call either).
+_PLAN_LABELS = ("forward plan (kernel)", "forward plan and its wakes (kernel)")
 
 
 def _timed(function, totals: list[float]):
@@ -117,7 +122,9 @@ def main() -> None:
     census: collections.Counter = collections.Counter()  # (triggers, acted) -> passes
     planned: collections.Counter = collections.Counter()  # triggers -> passes that planned
     idle: collections.Counter = collections.Counter()  # of those, passes with nothing new
-    plans = next((totals for label, _, totals in rows if label == "forward plan (kernel)"), None)
+    # The plan is made by either kernel (forward_wakes when only the wakes are read).
+    kernels = [totals for label, _, totals in rows if label in _PLAN_LABELS]
+    plans = kernels or None
     seen = [0]  # forward plans made before this pass
     asked: set[float] = set()  # wake-up times asked for and still ahead (as the engine keeps)
 
@@ -129,8 +136,9 @@ def main() -> None:
         fresh = not later <= asked
         asked.difference_update([t for t in asked if t <= now])
         asked.update(later)
-        if plans is not None and plans[1] > seen[0]:
-            seen[0] = plans[1]
+        made = sum(totals[1] for totals in kernels)
+        if made > seen[0]:
+            seen[0] = made
             planned[triggers] += 1
             if not (acted or fresh):
                 idle[triggers] += 1

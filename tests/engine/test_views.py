@@ -214,4 +214,4 @@ def test_the_snf_columns_follow_the_queue_from_the_first_time_they_are_read():
             res, req = queue.snf_columns()
             assert res.tolist() == [j.res for j in queue.snf()]
             assert req.tolist() == [j.reqtime_s for j in queue.snf()]
-            assert not res.flags.writeable
+            assert not res.flags.writeable and not req.flags.writeable

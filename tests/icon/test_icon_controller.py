@@ -73,6 +73,62 @@ def test_every_pass_leaves_a_complete_note(poisson):
         assert k in done
 
 
+#: A note's first keys, in order: what the pass saw (the decision log's columns
+#: come in the order keys first appear).
+SEEN = [
+    "time_s",
+    "triggers",
+    "decision_event",
+    "mode",
+    "screen_accepted",
+    "screen_reason",
+    *(
+        f"{series}_{key}"
+        for series in ("arrival", "service")
+        for key in ("n", "accepted", "reason", "cv", "lag1", "ks", "ks_limit")
+    ),
+    "gate_enabled",
+    "gate_open",
+    "gate_reason",
+    "arrival_age_s",
+    "arrival_rate",
+    "service_rate",
+]
+
+
+def test_notes_keep_their_key_order_and_are_each_their_own_dict():
+    """Fallback notes have one key order; ICON notes start with the same keys.
+
+    Notes under one verdict are made from one kept note: each is a copy, so
+    a listener that writes into a note changes no later note.
+    """
+    jobs = markovian(400, seed=1)  # (both modes: ICON mostly, fallback at first)
+    sim = Simulation(load_platform("aoba-64"), jobs, make_policy("snf-icon"), seed=42)
+    seen = []
+
+    def scribble(now, decision):
+        seen.append(dict(decision.note))
+        decision.note["scribbled"] = now
+
+    sim.on("decision", scribble)
+    sim.run()
+    modes = {note["mode"] for note in seen}
+    assert modes == {"icon", "fallback"}
+    fallback = SEEN + ["spare", "spare_reason", "started", "waiting", "wakes", "switch_offs"]
+    for note in seen:
+        assert "scribbled" not in note
+        if note["mode"] == "fallback":
+            assert list(note) == fallback
+            assert note["spare"] == "skipped"
+            assert note["spare_reason"] == "recent_workload_not_well_markovian"
+        else:
+            assert list(note)[: len(SEEN)] == SEEN
+            assert list(note)[len(SEEN) : len(SEEN) + 3] == ["started", "waiting", "spare"]
+    # The pass's own values, not the kept note's: each note has its pass's time.
+    assert [note["time_s"] for note in seen] == [row["time_s"] for row in sim.decisions]
+    assert len({note["time_s"] for note in seen}) > 1
+
+
 def bursty_jobs(n_bursts=12):
     """Bursts of 10 near-simultaneous jobs every 3 hours, heavy-tailed runtimes."""
     rng = np.random.default_rng(3)

@@ -141,8 +141,8 @@ class SnfIcon(Policy):
         # Requested duration of each running job (request / slowest node speed).
         self._requested: dict[int, float | None] = {}
         self._timers = IdleTimers(self.settings.timeout_s is not None)
-        # The latest verdict and its part of the decision note (see _screen_note).
-        self._screen_part: tuple[ScreenResult, dict[str, Any]] | None = None
+        # The latest verdict and the notes of each kind of pass made from it (see _note).
+        self._templates: list[Any] | None = None
 
     def reset(self, cluster: ClusterView) -> None:
         """Forget everything learned and size the spare bounds to ``cluster``."""
@@ -203,13 +203,7 @@ class SnfIcon(Policy):
                     verdict,
                     gate,
                     event,
-                    mode,
-                    spare="skipped",
-                    spare_reason="recent_workload_not_well_markovian",
-                    started=started,
-                    waiting=waiting,
-                    wakes=len(decision.switch_on),
-                    switch_offs=len(decision.switch_off),
+                    (started, waiting, len(decision.switch_on), len(decision.switch_off)),
                 )
             else:
                 note = None
@@ -476,44 +470,37 @@ class SnfIcon(Policy):
         verdict: ScreenResult,
         gate: GateState,
         event: bool,
-        mode: str | None = None,
-        **outcome: Any,
+        fallback: tuple[int, int, int, int] | None = None,
     ) -> dict[str, Any]:
-        """The pass's note: what it saw, then ``outcome`` (what it decided), in that key order."""
-        return {
-            "time_s": view.now,
-            "triggers": _trigger_text(view.triggers),
-            "decision_event": event,
-            "mode": mode,
-            **self._screen_note(verdict),
-            "gate_enabled": gate.enabled,
-            "gate_open": gate.open,
-            "gate_reason": gate.reason,
-            "arrival_age_s": gate.arrival_age_s,
-            "arrival_rate": self.arrivals.rate(),
-            "service_rate": self.service.rate(),
-            **outcome,
-        }
+        """The pass's note: what it saw, then what it decided, in that key order.
 
-    def _screen_note(self, verdict: ScreenResult) -> dict[str, Any]:
-        """The screen's part of the note; the screen often returns the same verdict, so cached."""
-        cached = self._screen_part
-        if cached is not None and cached[0] is verdict:
-            return cached[1]
-        part: dict[str, Any] = {
-            "screen_accepted": verdict.accepted,
-            "screen_reason": verdict.reason,
-        }
-        for prefix, s in (("arrival", verdict.arrival), ("service", verdict.service)):
-            part[f"{prefix}_n"] = s.n
-            part[f"{prefix}_accepted"] = s.accepted
-            part[f"{prefix}_reason"] = s.reason
-            part[f"{prefix}_cv"] = s.cv
-            part[f"{prefix}_lag1"] = s.lag1
-            part[f"{prefix}_ks"] = s.ks
-            part[f"{prefix}_ks_limit"] = s.ks_limit
-        self._screen_part = (verdict, part)
-        return part
+        ``fallback``: ``(started, waiting, wakes, switch_offs)`` of a fallback
+        pass. An ICON pass's note has no mode yet: the pass adds it and its
+        outcome as it goes.
+        """
+        # Every key but the few below comes in place from a note made once
+        # per verdict and kind of pass: a copy keeps the key order and costs
+        # half of building the dict.
+        templates = self._templates
+        if templates is None or templates[0] is not verdict:
+            templates = self._templates = [verdict, None, None]
+        kind = 1 if fallback is None else 2
+        template = templates[kind]
+        if template is None:
+            template = templates[kind] = _note_template(verdict, fallback is not None)
+        note = template.copy()
+        if fallback is not None:
+            note["started"], note["waiting"], note["wakes"], note["switch_offs"] = fallback
+        note["time_s"] = view.now
+        note["triggers"] = _trigger_text(view.triggers)
+        note["decision_event"] = event
+        note["gate_enabled"] = gate.enabled
+        note["gate_open"] = gate.open
+        note["gate_reason"] = gate.reason
+        note["arrival_age_s"] = gate.arrival_age_s
+        note["arrival_rate"] = self.arrivals.rate()
+        note["service_rate"] = self.service.rate()
+        return note
 
     def config(self) -> dict[str, Any]:
         """Name plus every setting, copied into every result."""
@@ -534,6 +521,43 @@ class SnfIcon(Policy):
 
 #: The decision log's text of each set of triggers met so far.
 _TRIGGER_TEXT: dict[frozenset[str], str] = {}
+
+
+#: The keys of a series' statistics in a note, per series.
+_SERIES_KEYS = tuple(
+    tuple(f"{prefix}_{key}" for key in ("n", "accepted", "reason", "cv", "lag1", "ks", "ks_limit"))
+    for prefix in ("arrival", "service")
+)
+_GATE_KEYS = (
+    "gate_enabled",
+    "gate_open",
+    "gate_reason",
+    "arrival_age_s",
+    "arrival_rate",
+    "service_rate",
+)
+
+
+def _note_template(verdict: ScreenResult, fallback: bool) -> dict[str, Any]:
+    """The note of an ICON or a fallback pass under ``verdict``, the pass's own values unset.
+
+    Keys in the order of a note: time, triggers, decision event, mode, the
+    screen's verdict and each series' statistics, the gate and the rates,
+    then (in a fallback pass) what the pass decided.
+    """
+    note: dict[str, Any] = dict.fromkeys(("time_s", "triggers", "decision_event"))
+    note["mode"] = "fallback" if fallback else None
+    note["screen_accepted"] = verdict.accepted
+    note["screen_reason"] = verdict.reason
+    for keys, s in zip(_SERIES_KEYS, (verdict.arrival, verdict.service), strict=True):
+        stats = (s.n, s.accepted, s.reason, s.cv, s.lag1, s.ks, s.ks_limit)
+        note.update(zip(keys, stats, strict=True))
+    note.update(dict.fromkeys(_GATE_KEYS))
+    if fallback:
+        note["spare"] = "skipped"
+        note["spare_reason"] = "recent_workload_not_well_markovian"
+        note.update(dict.fromkeys(("started", "waiting", "wakes", "switch_offs")))
+    return note
 
 
 def _trigger_text(triggers: frozenset[str]) -> str:
