@@ -14,6 +14,7 @@ issue's targets for whole traces::
     python benchmarks/engine_floor.py scenarios/data/DAS2-fs1-2003-1.swf.gz --platform aoba-64
     python benchmarks/engine_floor.py scenarios/data/SDSC-BLUE-2000-4.2-cln.swf.gz \\
         --platform aoba-1152 --jobs 20000
+    python benchmarks/engine_floor.py scenarios/data/DAS2-fs1-2003-1.swf.gz --files
 
 Printed: passes, CPU seconds of ``run()`` under the policy (its decision
 log at the level given, ``full`` by default; the recording of its
@@ -21,7 +22,11 @@ decisions, a few tuples a pass, is timed with it) and of the replay, and
 each per pass. Unless the level is ``off``, a second replay hands the
 engine the policy's own notes as well, so that it logs them at that level,
 and ``decisions.csv`` is written from that log: the floor of a run that
-keeps its log, with no policy work. ``--numba-floor`` adds what the
+keeps its log, with no policy work. ``--files`` writes every output file
+of ``hpcpower run`` from that replay's results instead (the same run, so
+the same files but the summary's policy name) and adds up the floor of a
+whole ``hpcpower run`` with a policy that costs nothing: reading the trace,
+the replay and the files. ``--numba-floor`` adds what the
 compiled twins cost a fresh process before any simulation (numba's import
 and its first call of a cached twin, in time and peak memory).
 """
@@ -41,7 +46,8 @@ import numpy as np
 
 from hpcpower import Decision, Policy, load_platform, load_workload, make_policy
 from hpcpower.engine.simulation import Simulation
-from hpcpower.results.export import write_decisions_csv
+from hpcpower.results.export import write_all, write_decisions_csv
+from hpcpower.results.records import Results
 
 #: One pass's commands: (time, starts as (job, nodes), switch-offs, switch-ons, wake-up
 #: times, the policy's note).
@@ -78,11 +84,18 @@ def main() -> None:
     parser.add_argument("--kernels", default="auto", choices=("auto", "numba", "numpy"))
     parser.add_argument("--decisions", default="full", choices=("full", "changes", "off"))
     parser.add_argument(
+        "--files",
+        action="store_true",
+        help="write every output file from the replay (the floor of a whole hpcpower run)",
+    )
+    parser.add_argument(
         "--numba-floor", action="store_true", help="also measure numba's fixed cost"
     )
     args = parser.parse_args()
 
+    t = time.process_time()
     workload = load_workload(args.trace)
+    load_s = time.process_time() - t
     if args.jobs:
         workload.jobs = workload.jobs[: args.jobs]
     platform = load_platform(args.platform)
@@ -117,7 +130,7 @@ def main() -> None:
         platform, workload, Replay(kept), seed=42, kernels=sim.kernels, decisions="off"
     )
     t = time.process_time()
-    replay.run()
+    floor_record = replay.run()
     floor_s = time.process_time() - t
     same = (
         replay.passes == sim.passes
@@ -129,6 +142,17 @@ def main() -> None:
         sys.exit("engine_floor.py: the replay is not the same run")
     passes = sim.passes
     logged = ""
+    if args.decisions == "off" and args.files:
+        # (No log to replay with: the files of the replay itself, without decisions.csv.)
+        with tempfile.TemporaryDirectory() as folder:
+            t = time.process_time()
+            write_all(Results.from_record(floor_record), Path(folder) / "out")
+            files_s = time.process_time() - t
+        logged = (
+            f"\nwriting every output file: {files_s:.2f} CPU s\n"
+            f"a whole run with a policy that costs nothing: reading the trace "
+            f"{load_s:.2f} s + the replay + the files = {load_s + floor_s + files_s:.2f} CPU s"
+        )
     if args.decisions != "off":
         # The engine again, now logging the policy's own notes at the same
         # level, then writing decisions.csv: the floor of a run that keeps
@@ -142,20 +166,32 @@ def main() -> None:
             decisions=args.decisions,
         )
         t = time.process_time()
-        with_log.run()
+        record = with_log.run()
         log_s = time.process_time() - t
         with tempfile.TemporaryDirectory() as folder:
             t = time.process_time()
-            write_decisions_csv(
-                SimpleNamespace(decisions=with_log.decisions), Path(folder) / "decisions.csv"
-            )
+            if args.files:
+                write_all(Results.from_record(record), Path(folder) / "out")
+            else:
+                write_decisions_csv(
+                    SimpleNamespace(decisions=with_log.decisions), Path(folder) / "decisions.csv"
+                )
             csv_s = time.process_time() - t
+        written = (
+            "every output file"
+            if args.files
+            else f"decisions.csv ({len(with_log.decisions):,} rows)"
+        )
         logged = (
             f"\nrun() of the replay with the policy's notes logged ({args.decisions}): "
             f"{log_s:.2f} CPU s, {log_s / passes * 1e6:.1f} us a pass; writing "
-            f"decisions.csv ({len(with_log.decisions):,} rows): {csv_s:.2f} CPU s; "
-            f"together {log_s + csv_s:.2f} s"
+            f"{written}: {csv_s:.2f} CPU s; together {log_s + csv_s:.2f} s"
         )
+        if args.files:
+            logged += (
+                f"\na whole run with a policy that costs nothing: reading the trace "
+                f"{load_s:.2f} s + the replay + the files = {load_s + log_s + csv_s:.2f} CPU s"
+            )
     print(
         f"{args.trace.name}, {len(workload.jobs):,} jobs, {args.platform}, {args.policy}, "
         f"{sim.kernels} kernels: {passes:,} passes\n"
