@@ -124,7 +124,6 @@ def main() -> None:
     idle: collections.Counter = collections.Counter()  # of those, passes with nothing new
     # The plan is made by either kernel (forward_wakes when only the wakes are read).
     kernels = [totals for label, _, totals in rows if label in _PLAN_LABELS]
-    plans = kernels or None
     seen = [0]  # forward plans made before this pass
     asked: set[float] = set()  # wake-up times asked for and still ahead (as the engine keeps)
 
@@ -167,18 +166,18 @@ def main() -> None:
         name = "&nbsp;&nbsp;" * 2 * depth + label
         per_call = seconds / calls * 1e6 if calls else 0.0
         print(f"| {name} | {seconds:.2f} | {calls:,} | {per_call:.1f} | {seconds / wall:.1%} |")
-    extra = "| forward plans | of which gave nothing new " if plans is not None else ""
+    extra = "| forward plans | of which gave nothing new " if kernels else ""
     print(f"\n| triggers | passes | of which acted | share of passes {extra}|")
-    print("|---|---:|---:|---:" + ("|---:|---:" if plans is not None else "") + "|")
+    print("|---|---:|---:|---:" + ("|---:|---:" if kernels else "") + "|")
     triggers = collections.Counter()
     for (names, _), k in census.items():
         triggers[names] += k
     for names, k in triggers.most_common():
         row = f"| {names} | {k:,} | {census[names, True]:,} | {k / passes:.1%} |"
-        if plans is not None:
+        if kernels:
             row += f" {planned[names]:,} | {idle[names]:,} |"
         print(row)
-    if plans is not None:
+    if kernels:
         made, same = planned.total(), idle.total()
         print(
             f"\n{made:,} passes made a forward plan; {same:,} ({same / max(made, 1):.1%}) "
